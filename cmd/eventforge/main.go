@@ -1,0 +1,22 @@
+// Command eventforge moves outbox events from PostgreSQL to Kafka and applies
+// them downstream exactly once in effect. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "eventforge:", oneLine(err))
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,45 @@
+// Package outbox defines an outbox event and its Kafka message format, the one
+// piece of the contract that the relay (which writes it) and the workers and
+// admin commands (which read it) must agree on byte for byte.
+package outbox
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Kafka header names fixed by the contract.
+const (
+	HeaderEventID       = "event_id"
+	HeaderEventType     = "event_type"
+	HeaderAggregateType = "aggregate_type"
+)
+
+// Dead-letter header names fixed by the contract.
+const (
+	HeaderDLQError             = "x-eventforge-error"
+	HeaderDLQAttempts          = "x-eventforge-attempts"
+	HeaderDLQOriginalTopic     = "x-eventforge-original-topic"
+	HeaderDLQOriginalPartition = "x-eventforge-original-partition"
+	HeaderDLQOriginalOffset    = "x-eventforge-original-offset"
+	HeaderDLQConsumer          = "x-eventforge-consumer"
+)
+
+// DLQSuffix is appended to a topic's name to name its dead-letter topic.
+const DLQSuffix = ".dlq"
+
+// Event is one committed outbox row.
+type Event struct {
+	ID            uuid.UUID
+	AggregateType string // routes to the Kafka topic
+	AggregateID   string // the Kafka key
+	EventType     string
+	Payload       []byte            // JSON text
+	Headers       map[string]string // the string entries of the headers column
+	CommitTime    time.Time         // the transaction's commit time; zero when unknown
+}
+
+// Topic is the Kafka topic the event goes to: the aggregate type behind an
+// optional prefix.
+func (e *Event) Topic(prefix string) string { return prefix + e.AggregateType }

@@ -1,0 +1,31 @@
+-- The contract's tables: the business table of the demo, the outbox the relay
+-- reads through logical replication, and the inbox the workers write.
+CREATE TABLE IF NOT EXISTS orders (
+    id         text PRIMARY KEY,
+    status     text NOT NULL,
+    customer   text,
+    amount     bigint,
+    currency   text,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS outbox (
+    event_id       uuid PRIMARY KEY,
+    aggregate_type text NOT NULL,
+    aggregate_id   text NOT NULL,
+    event_type     text NOT NULL,
+    payload        jsonb NOT NULL,
+    headers        jsonb NOT NULL DEFAULT '{}',
+    created_at     timestamptz NOT NULL DEFAULT now()
+);
+
+-- Pruning and republishing select by age.
+CREATE INDEX IF NOT EXISTS outbox_created_at_idx ON outbox (created_at);
+
+CREATE TABLE IF NOT EXISTS processed_events (
+    consumer     text NOT NULL,
+    event_id     uuid NOT NULL,
+    processed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (consumer, event_id)
+);
