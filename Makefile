@@ -1,0 +1,39 @@
+# EventForge — see README.md. `make up` / `make down` manage the local
+# services; `make test` runs every test against them.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/eventforge
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+# The integration tests share one PostgreSQL cluster and one broker; two
+# packages at a time keep a 2-core machine responsive.
+TEST_FLAGS ?= -race -count=1 -p 2 -timeout 12m
+
+.PHONY: all build up down test vet unit fuzz demo clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/eventforge
+
+up:
+	@deploy/local/up.sh
+
+down:
+	@deploy/local/down.sh
+
+vet:
+	$(GO) vet ./...
+
+# Unit tests only: no local services needed.
+unit:
+	$(GO) test -short $(TEST_FLAGS) ./...
+
+test: vet up
+	$(GO) test $(TEST_FLAGS) ./...
+
+demo: build up
+	@deploy/local/demo.sh
+
+clean: down
+	rm -rf bin .eventforge

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# make down: stop the local services (and any private test instances left
+# behind) so that nothing keeps running. Data stays for the next make up.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+root=$(cd "$here/../.." && pwd)
+state=${EVENTFORGE_STATE_DIR:-$root/.eventforge}
+[ -d "$state" ] || exit 0
+exec 9>"$state/up.lock"
+flock 9
+for d in "$state/kafka" "$state"/private/kafka-*; do
+	[ -d "$d" ] && "$here/kafka.sh" stop "$d"
+done
+for d in "$state/pg" "$state"/private/pg-*; do
+	[ -d "$d" ] && "$here/pg.sh" stop "$d"
+done
+rm -f "$state/local.env"
+log "stopped"

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# A single-node Apache Kafka 4.x broker (KRaft, combined broker+controller) on
+# loopback, assembled from Maven Central by deploy/local/pom.xml and run with
+# the machine's Java 17.
+#
+#   kafka.sh start DIR     format (first time), start if stopped, wait until it answers
+#   kafka.sh stop DIR      orderly shutdown (no-op when stopped)
+#   kafka.sh kill DIR      SIGKILL
+#   kafka.sh restart DIR
+#   kafka.sh brokers DIR   host:port of the broker
+#   kafka.sh status DIR    exit 0 when running
+#
+# The jars are resolved once into $EVENTFORGE_KAFKA_LIBS (default
+# .eventforge/kafka-libs at the repository root) and shared by every broker.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+root=$(cd "$here/../.." && pwd)
+LIBS=${EVENTFORGE_KAFKA_LIBS:-$root/.eventforge/kafka-libs}
+JAVA=${JAVA:-java}
+
+cmd=${1:-}; dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: kafka.sh start|stop|kill|restart|brokers|status DIR"
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+
+resolve_libs() {
+	[ -f "$LIBS/.complete" ] && return 0
+	command -v mvn >/dev/null || die "mvn not found: install maven (apt-get install maven)"
+	mkdir -p "$(dirname "$LIBS")"
+	(
+		flock 9
+		[ -f "$LIBS/.complete" ] && exit 0
+		log "resolving Kafka jars from Maven Central into $LIBS"
+		rm -rf "$LIBS.tmp"
+		mvn -q -B -f "$here/pom.xml" dependency:copy-dependencies \
+			-DincludeScope=runtime -DoutputDirectory="$LIBS.tmp" >"$(dirname "$LIBS")/mvn.log" 2>&1 \
+			|| { tail -n 30 "$(dirname "$LIBS")/mvn.log" >&2; die "mvn could not resolve the Kafka jars"; }
+		rm -rf "$LIBS" && mv "$LIBS.tmp" "$LIBS" && touch "$LIBS/.complete"
+	) 9>"$LIBS.lock"
+}
+
+pid() { cat "$dir/kafka.pid" 2>/dev/null || true; }
+
+running() {
+	local p; p=$(pid)
+	[ -n "$p" ] && kill -0 "$p" 2>/dev/null && grep -q kafka.Kafka "/proc/$p/cmdline" 2>/dev/null
+}
+
+java_opts() {
+	JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true
+		-Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$LIBS/*")
+}
+
+java_run() { java_opts; "$JAVA" "${JAVA_OPTS[@]}" "$@"; }
+
+write_config() {
+	local port=$1 cport=$2
+	cat >"$dir/server.properties" <<CONF
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=5
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+CONF
+	cat >"$dir/log4j2.properties" <<'CONF'
+appender.console.type = Console
+appender.console.name = STDOUT
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.raft.name = kafka.server.KafkaRaftServer
+logger.raft.level = INFO
+logger.kafka.name = kafka.Kafka$
+logger.kafka.level = INFO
+CONF
+	echo "$port" >"$dir/port"
+	echo "$cport" >"$dir/controller-port"
+}
+
+# format gives the broker new ports and a freshly formatted log directory. The
+# controller port is part of the formatted metadata, so a port taken by
+# another program since means starting over (the broker is throwaway).
+format() {
+	rm -rf "$dir/data"
+	write_config "$(free_port)" "$(free_port)"
+	local id; id=$(java_run kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
+	java_run kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" >"$dir/format.log" 2>&1 \
+		|| { cat "$dir/format.log" >&2; die "formatting the Kafka log directory failed"; }
+}
+
+ready() {
+	grep -q "Exiting Kafka due to fatal exception" "$dir/kafka.log" && return 2
+	running || return 2
+	grep -q "Kafka Server started" "$dir/kafka.log" && port_in_use "$(cat "$dir/port")"
+}
+
+start() {
+	resolve_libs
+	if running; then return 0; fi
+	if [ ! -f "$dir/data/meta.properties" ] || port_in_use "$(cat "$dir/port")" || port_in_use "$(cat "$dir/controller-port")"; then
+		format
+	fi
+	log "starting Kafka on 127.0.0.1:$(cat "$dir/port")"
+	: >"$dir/kafka.log"
+	# setsid: the broker outlives this script and ignores the terminal's signals.
+	java_opts
+	setsid "$JAVA" "${JAVA_OPTS[@]}" kafka.Kafka "$dir/server.properties" >>"$dir/kafka.log" 2>&1 </dev/null 9>&- &
+	echo $! >"$dir/kafka.pid"
+	local deadline=$((SECONDS + 120)) rc
+	while :; do
+		rc=0; ready || rc=$?
+		[ "$rc" = 0 ] && return 0
+		if [ "$rc" = 2 ] || [ "$SECONDS" -ge "$deadline" ]; then
+			tail -n 30 "$dir/kafka.log" >&2
+			die "Kafka did not start (log: $dir/kafka.log)"
+		fi
+		sleep 0.5
+	done
+}
+
+stop() {
+	local sig=${1:-TERM} p; p=$(pid)
+	running || { rm -f "$dir/kafka.pid"; return 0; }
+	kill "-$sig" "$p"
+	local deadline=$((SECONDS + 60))
+	while kill -0 "$p" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$deadline" ]; then kill -KILL "$p"; fi
+		sleep 0.2
+	done
+	rm -f "$dir/kafka.pid"
+}
+
+case "$cmd" in
+start) start ;;
+stop) stop TERM ;;
+kill) stop KILL ;;
+restart) stop TERM; start ;;
+brokers) echo "127.0.0.1:$(cat "$dir/port")" ;;
+status) running ;;
+*) die "unknown command $cmd" ;;
+esac

@@ -1,0 +1,53 @@
+package testenv
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(t.Context()) })
+	return conn
+}
+
+func TestNewDatabaseIsMigratedAndDroppedAtCleanup(t *testing.T) {
+	env := Shared(t)
+	var url string
+	t.Run("use", func(t *testing.T) {
+		url = env.NewDatabase(t)
+		var n int
+		if err := connect(t, url).QueryRow(t.Context(),
+			"SELECT count(*) FROM pg_publication WHERE pubname = 'eventforge_outbox'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("publication count = %d, err = %v", n, err)
+		}
+	})
+	cfg, _ := pgx.ParseConfig(url)
+	var exists bool
+	if err := connect(t, env.PGURL).QueryRow(t.Context(),
+		"SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", cfg.Database).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Fatalf("database %s still exists after its test ended", cfg.Database)
+	}
+}
+
+func TestPrivatePostgresSurvivesImmediateRestart(t *testing.T) {
+	pg := StartPostgres(t)
+	conn := connect(t, pg.URL())
+	if _, err := conn.Exec(t.Context(), "INSERT INTO orders (id, status) VALUES ('o1', 'created')"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(t.Context())
+	pg.Restart(t, true)
+	var status string
+	if err := connect(t, pg.URL()).QueryRow(t.Context(), "SELECT status FROM orders WHERE id = 'o1'").Scan(&status); err != nil {
+		t.Fatalf("committed row after immediate restart: %v", err)
+	}
+}
