@@ -1,0 +1,157 @@
+package pgoutput
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+)
+
+// Tuple column kinds (TupleData).
+const (
+	tupleNull      = 'n'
+	tupleUnchanged = 'u' // unchanged TOASTed value: not sent
+	tupleText      = 't'
+	tupleBinary    = 'b'
+)
+
+// value is one column of a row as received: its kind and, for text, its
+// bytes (aliasing the message buffer).
+type value struct {
+	kind byte
+	data []byte
+}
+
+// decodeTuple reads TupleData and keeps the columns the outbox needs.
+func decodeTuple(r *reader, rel *relation, vals *[numFields]value) error {
+	n := int(r.u16())
+	if !r.short && n != rel.ncols {
+		return &RowError{Relation: rel.name, Column: "*",
+			Reason: fmt.Sprintf("row has %d columns, relation has %d", n, rel.ncols)}
+	}
+	for i := 0; i < n && !r.short; i++ {
+		v := value{kind: r.u8()}
+		switch v.kind {
+		case tupleNull, tupleUnchanged:
+		case tupleText, tupleBinary:
+			v.data = r.take(int(r.u32()))
+		default:
+			if !r.short {
+				return malformed("column %d has tuple kind %q", i, v.kind)
+			}
+		}
+		if f := rel.fields[i]; f != fieldNone {
+			vals[f] = v
+		}
+	}
+	return r.done("insert")
+}
+
+// event builds the outbox event from the columns of a row. Only the event
+// itself, its aggregate id and its payload are allocated on this path; the
+// low-cardinality strings are interned.
+func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, error) {
+	if err := d.checkRequired(rel, vals); err != nil {
+		return nil, err
+	}
+	id, err := uuid.ParseBytes(vals[fieldEventID].data)
+	if err != nil {
+		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldEventID],
+			Reason: fmt.Sprintf("%q is not a UUID", vals[fieldEventID].data)}
+	}
+	headers, err := d.headers(vals[fieldHeaders])
+	if err != nil {
+		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldHeaders], EventID: id, Reason: err.Error()}
+	}
+	return &outbox.Event{
+		ID:            id,
+		AggregateType: d.intern(vals[fieldAggregateType].data),
+		AggregateID:   string(vals[fieldAggregateID].data),
+		EventType:     d.intern(vals[fieldEventType].data),
+		Payload:       bytes.Clone(vals[fieldPayload].data),
+		Headers:       headers,
+		CommitTime:    d.commitTime,
+	}, nil
+}
+
+// checkRequired rejects a row whose required columns are absent, NULL,
+// unchanged-TOAST or binary. headers is optional: absent or NULL means none.
+func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
+	var id uuid.UUID
+	if v := vals[fieldEventID]; v.kind == tupleText {
+		id, _ = uuid.ParseBytes(v.data) // for the error only
+	}
+	for f := fieldEventID; f < numFields; f++ {
+		reason := ""
+		switch vals[f].kind {
+		case tupleText:
+			continue
+		case 0:
+			if f == fieldHeaders {
+				continue
+			}
+			reason = "column is missing from the relation"
+		case tupleNull:
+			if f == fieldHeaders {
+				continue
+			}
+			reason = "value is NULL"
+		case tupleUnchanged:
+			reason = "value is an unchanged TOAST value (not sent)"
+		case tupleBinary:
+			reason = "value is in binary format"
+		}
+		return &RowError{Relation: rel.name, Column: columnNames[f], EventID: id, Reason: reason}
+	}
+	return nil
+}
+
+// headers decodes the headers column: the string entries of a JSON object.
+// A JSON value that is not an object (an array, a scalar) has no string
+// entries, so it yields no headers rather than stopping the relay.
+func (d *Decoder) headers(v value) (map[string]string, error) {
+	if v.kind != tupleText {
+		return nil, nil
+	}
+	raw := bytes.TrimSpace(v.data)
+	switch {
+	case len(raw) == 0 || string(raw) == "{}":
+		return nil, nil
+	case raw[0] == '{':
+		return outbox.StringHeaders(raw)
+	case json.Valid(raw):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("%q is not JSON", truncate(raw))
+	}
+}
+
+func truncate(b []byte) []byte {
+	const max = 64
+	if len(b) > max {
+		return b[:max]
+	}
+	return b
+}
+
+// maxInterned bounds the intern table; past it strings are allocated.
+const (
+	maxInterned    = 1024
+	maxInternedLen = 128
+)
+
+// intern returns b as a string, reusing an earlier copy for the
+// low-cardinality columns (aggregate and event types).
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.interned[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	s := string(b)
+	if len(d.interned) < maxInterned && len(b) <= maxInternedLen {
+		d.interned[s] = s
+	}
+	return s
+}
