@@ -1,0 +1,49 @@
+package api
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"metrics addr", func(c *Config) { c.MetricsAddr = "127.0.0.1:9090" }, ""},
+		{"no http addr", func(c *Config) { c.HTTPAddr = "" }, "no HTTP address"},
+		{"bad http addr", func(c *Config) { c.HTTPAddr = "localhost" }, "invalid --http-addr"},
+		{"bad metrics addr", func(c *Config) { c.MetricsAddr = "9090" }, "invalid --metrics-addr"},
+		{"zero conns", func(c *Config) { c.MaxConns = 0 }, "max connections"},
+		{"zero request timeout", func(c *Config) { c.RequestTimeout = 0 }, "request timeout"},
+		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, "shutdown timeout"},
+		{"write below request", func(c *Config) { c.WriteTimeout = c.RequestTimeout }, "must exceed"},
+		{"zero body", func(c *Config) { c.MaxBodyBytes = 0 }, "body size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	c := DefaultConfig()
+	if c.HTTPAddr != "127.0.0.1:8080" || c.MaxBodyBytes != 1<<20 {
+		t.Fatalf("defaults changed: %+v", c)
+	}
+}

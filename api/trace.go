@@ -1,0 +1,69 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+)
+
+// W3C Trace Context header names, carried from the request into the outbox
+// event's headers so consumers can continue the trace.
+const (
+	headerTraceparent = "traceparent"
+	headerTracestate  = "tracestate"
+	maxTracestateLen  = 512
+)
+
+// traceHeaders returns the outbox headers for a request: traceparent (and
+// tracestate with it) when traceparent is well formed, otherwise nothing.
+// A malformed traceparent is dropped, not refused: tracing must never fail an
+// order.
+func traceHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	tp := strings.TrimSpace(h.Get(headerTraceparent))
+	if !validTraceparent(tp) {
+		return out
+	}
+	out[headerTraceparent] = tp
+	if ts := strings.TrimSpace(h.Get(headerTracestate)); ts != "" && len(ts) <= maxTracestateLen && printableASCII(ts) {
+		out[headerTracestate] = ts
+	}
+	return out
+}
+
+// validTraceparent checks version-traceid-parentid-flags: lower-case hex of
+// 2-32-16-2 digits, version not ff, ids not all zero. Later versions may
+// append fields after another dash.
+func validTraceparent(s string) bool {
+	if len(s) < 55 || len(s) > 256 || (len(s) > 55 && s[55] != '-') || !printableASCII(s) {
+		return false
+	}
+	version, traceID, parentID, flags := s[0:2], s[3:35], s[36:52], s[53:55]
+	if s[2] != '-' || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	if !lowerHex(version) || !lowerHex(traceID) || !lowerHex(parentID) || !lowerHex(flags) {
+		return false
+	}
+	if version == "ff" || (version == "00" && len(s) != 55) {
+		return false
+	}
+	return strings.Trim(traceID, "0") != "" && strings.Trim(parentID, "0") != ""
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
