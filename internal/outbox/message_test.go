@@ -1,0 +1,184 @@
+package outbox
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+)
+
+func headerMap(hs []sarama.RecordHeader) map[string]string {
+	m := map[string]string{}
+	for _, h := range hs {
+		m[string(h.Key)] = string(h.Value)
+	}
+	return m
+}
+
+func TestMessageFollowsTheContract(t *testing.T) {
+	id := uuid.MustParse("0c5b6f43-6a8a-4a33-9f5e-0d5f8a6c7e21")
+	commit := time.Date(2026, 12, 2, 10, 0, 0, 123000, time.UTC)
+	e := &Event{
+		ID: id, AggregateType: "orders", AggregateID: "o-1", EventType: "order.created",
+		Payload:    []byte(`{"id": "o-1", "amount": 1250, "nested": {"a": [1, 2]}}`),
+		Headers:    map[string]string{"traceparent": "00-abc-def-01", "event_id": "spoofed", "b": "2"},
+		CommitTime: commit,
+	}
+	msg, err := Message(e, "prod.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Topic != "prod.orders" {
+		t.Errorf("topic = %q", msg.Topic)
+	}
+	key, _ := msg.Key.Encode()
+	value, _ := msg.Value.Encode()
+	if string(key) != "o-1" {
+		t.Errorf("key = %q", key)
+	}
+	if want := `{"id":"o-1","amount":1250,"nested":{"a":[1,2]}}`; string(value) != want {
+		t.Errorf("value = %s, want %s", value, want)
+	}
+	if !msg.Timestamp.Equal(commit) {
+		t.Errorf("timestamp = %v, want %v", msg.Timestamp, commit)
+	}
+	got := headerMap(msg.Headers)
+	want := map[string]string{"event_id": id.String(), "event_type": "order.created", "aggregate_type": "orders", "traceparent": "00-abc-def-01", "b": "2"}
+	if len(got) != len(want) || len(msg.Headers) != len(want) {
+		t.Fatalf("headers = %v, want %v", msg.Headers, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("header %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if string(msg.Headers[0].Key) != HeaderEventID || string(msg.Headers[3].Key) != "b" {
+		t.Errorf("header order = %v: contract headers first, then the rest by name", msg.Headers)
+	}
+}
+
+func TestMessageRefusesInvalidPayload(t *testing.T) {
+	if _, err := Message(&Event{Payload: []byte(`{"a":`)}, ""); err == nil {
+		t.Fatal("invalid JSON payload accepted")
+	}
+}
+
+func TestStringHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		raw     string
+		want    map[string]string
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"{}", nil, false},
+		{`{"a":"x","n":1,"o":{"p":"q"},"nil":null,"b":""}`, map[string]string{"a": "x", "b": ""}, false},
+		{`[1,2]`, nil, true},
+		{`{"a":`, nil, true},
+	} {
+		got, err := StringHeaders([]byte(tc.raw))
+		if (err != nil) != tc.wantErr {
+			t.Errorf("StringHeaders(%q) err = %v, wantErr %v", tc.raw, err, tc.wantErr)
+			continue
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("StringHeaders(%q) = %v, want %v", tc.raw, got, tc.want)
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("StringHeaders(%q)[%s] = %q, want %q", tc.raw, k, got[k], v)
+			}
+		}
+	}
+}
+
+func TestParseRoundTripsMessage(t *testing.T) {
+	e := &Event{ID: uuid.New(), AggregateType: "orders", AggregateID: "o-9", EventType: "order.created",
+		Payload: []byte(`{"x":1}`), Headers: map[string]string{"traceparent": "t"}}
+	msg, err := Message(e, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := msg.Key.Encode()
+	value, _ := msg.Value.Encode()
+	var hs []*sarama.RecordHeader
+	for i := range msg.Headers {
+		hs = append(hs, &msg.Headers[i])
+	}
+	got, err := Parse(key, value, hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != e.ID || got.AggregateID != e.AggregateID || got.AggregateType != e.AggregateType ||
+		got.EventType != e.EventType || string(got.Payload) != string(e.Payload) || got.Headers["traceparent"] != "t" {
+		t.Fatalf("Parse(Message(e)) = %+v, want %+v", got, e)
+	}
+}
+
+func TestParseRefusesMalformedRecords(t *testing.T) {
+	h := func(k, v string) *sarama.RecordHeader { return &sarama.RecordHeader{Key: []byte(k), Value: []byte(v)} }
+	good := uuid.NewString()
+	for _, tc := range []struct {
+		name    string
+		value   string
+		headers []*sarama.RecordHeader
+	}{
+		{"no event_id", `{}`, []*sarama.RecordHeader{h("event_type", "x")}},
+		{"event_id not a UUID", `{}`, []*sarama.RecordHeader{h("event_id", "order-1")}},
+		{"payload not JSON", `{"a":`, []*sarama.RecordHeader{h("event_id", good)}},
+		{"empty payload", ``, []*sarama.RecordHeader{h("event_id", good)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte("k"), []byte(tc.value), tc.headers)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("err = %v, want ErrMalformed", err)
+			}
+		})
+	}
+}
+
+// FuzzMessage checks the outbox-row → Kafka-record mapping never panics, and
+// that whatever it accepts parses back to the same event.
+func FuzzMessage(f *testing.F) {
+	f.Add("orders", "o-1", "order.created", `{"a": 1}`, `{"traceparent":"x"}`)
+	f.Add("", "", "", `[]`, `{}`)
+	f.Add("t", "k", "e", `"s"`, `{"event_id":"spoof","n":1}`)
+	f.Fuzz(func(t *testing.T, aggType, aggID, evType, payload, headers string) {
+		hs, err := StringHeaders([]byte(headers))
+		if err != nil {
+			return
+		}
+		e := &Event{ID: uuid.New(), AggregateType: aggType, AggregateID: aggID, EventType: evType, Payload: []byte(payload), Headers: hs}
+		msg, err := Message(e, "")
+		if err != nil {
+			return
+		}
+		key, _ := msg.Key.Encode()
+		value, _ := msg.Value.Encode()
+		var rh []*sarama.RecordHeader
+		for i := range msg.Headers {
+			rh = append(rh, &msg.Headers[i])
+		}
+		back, err := Parse(key, value, rh)
+		if err != nil {
+			t.Fatalf("Parse of a built message: %v", err)
+		}
+		if back.ID != e.ID || back.AggregateID != aggID || back.EventType != evType || back.AggregateType != aggType {
+			t.Fatalf("round trip changed the event: %+v vs %+v", back, e)
+		}
+	})
+}
+
+// FuzzParse checks the worker-side parsing of arbitrary records never panics
+// and that every refusal is ErrMalformed.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("k"), []byte(`{}`), "event_id", "0c5b6f43-6a8a-4a33-9f5e-0d5f8a6c7e21")
+	f.Add([]byte(nil), []byte(nil), "", "")
+	f.Fuzz(func(t *testing.T, key, value []byte, hk, hv string) {
+		_, err := Parse(key, value, []*sarama.RecordHeader{{Key: []byte(hk), Value: []byte(hv)}, nil})
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("error %v does not wrap ErrMalformed", err)
+		}
+	})
+}
