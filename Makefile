@@ -37,3 +37,12 @@ demo: build up
 
 clean: down
 	rm -rf bin .eventforge
+
+# Every fuzz target for FUZZTIME each (the seeds also run in make test).
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "fuzz $$t $$f"; $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$t; \
+		done; \
+	done
