@@ -22,7 +22,7 @@ PGBIN=${EVENTFORGE_PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -
 OS_USER=${EVENTFORGE_PG_OS_USER:-postgres}
 
 as_owner() {
-	if [ "$(id -u)" = 0 ]; then runuser -u "$OS_USER" -- "$@"; else "$@"; fi
+	if [ "$(id -u)" = 0 ]; then (cd / && runuser -u "$OS_USER" -- "$@"); else "$@"; fi
 }
 
 cmd=${1:-}; dir=${2:-}
@@ -31,9 +31,10 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
 # The data lives where the cluster's OS user can reach it: in DIR when every
-# parent is traversable, else in a private folder under /var/tmp linked from DIR.
+# parent is traversable, else in a private folder under /var/tmp linked from
+# DIR. Server commands get the resolved path, never the link.
 data_dir() {
-	if [ -L "$dir/data" ] || [ -d "$dir/data" ]; then echo "$dir/data"; return; fi
+	if [ -L "$dir/data" ] || [ -d "$dir/data" ]; then readlink -f "$dir/data"; return; fi
 	if [ "$(id -u)" != 0 ] || runuser -u "$OS_USER" -- test -x "$dir"; then
 		mkdir -p "$dir/data"
 	else
@@ -42,14 +43,14 @@ data_dir() {
 		chmod 755 "$alt"
 		ln -s "$alt" "$dir/data"
 	fi
-	[ "$(id -u)" = 0 ] && chown -h "$OS_USER" "$dir/data" && chown "$OS_USER" "$(readlink -f "$dir/data")"
-	echo "$dir/data"
+	if [ "$(id -u)" = 0 ]; then chown -h "$OS_USER" "$dir/data" && chown "$OS_USER" "$(readlink -f "$dir/data")"; fi
+	readlink -f "$dir/data"
 }
 
 port() { cat "$dir/port"; }
 
 running() {
-	[ -f "$dir/data/postmaster.pid" ] && as_owner "$PGBIN/pg_ctl" -D "$dir/data" status >/dev/null 2>&1
+	[ -f "$dir/data/postmaster.pid" ] && as_owner "$PGBIN/pg_ctl" -D "$(data_dir)" status >/dev/null 2>&1
 }
 
 init_cluster() {
@@ -79,7 +80,8 @@ start() {
 	p=$(cat "$dir/port" 2>/dev/null || true)
 	if [ -z "$p" ] || port_in_use "$p"; then p=$(free_port); echo "$p" >"$dir/port"; fi
 	log "starting PostgreSQL on 127.0.0.1:$p"
-	as_owner "$PGBIN/pg_ctl" -D "$dir/data" -o "-p $p" -l "$dir/data/server.log" -w -t 60 start >/dev/null 9>&- \
+	local data; data=$(data_dir)
+	as_owner "$PGBIN/pg_ctl" -D "$data" -o "-p $p" -l "$data/server.log" -w -t 60 start >/dev/null 9>&- \
 		|| { tail -n 20 "$dir/data/server.log" >&2 || true; die "PostgreSQL did not start"; }
 	wait_for 60 "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$p" || die "PostgreSQL on port $p does not answer"
 	if ! "$PGBIN/psql" -XAtq -h 127.0.0.1 -p "$p" -U postgres -d postgres \
@@ -91,7 +93,7 @@ start() {
 stop() {
 	local mode=${1:-fast}
 	running || return 0
-	as_owner "$PGBIN/pg_ctl" -D "$dir/data" -m "$mode" -w -t 60 stop >/dev/null
+	as_owner "$PGBIN/pg_ctl" -D "$(data_dir)" -m "$mode" -w -t 60 stop >/dev/null
 }
 
 case "$cmd" in
