@@ -1,0 +1,91 @@
+package prune
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DB is what Run needs from a connection: a *pgx.Conn or a *pgxpool.Pool.
+// Each statement runs in its own (implicit) transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Result is what a prune did.
+type Result struct {
+	Cutoff  time.Time // rows created before it were eligible
+	Slots   []string  // relay slots the guard checked
+	Deleted int64     // rows deleted (dry run: rows that would be)
+	Batches int       // DELETE statements that removed rows
+	// Kept counts eligible rows left in place: rows recorded in
+	// outbox_rejected (kept for inspection) and rows another transaction
+	// held locked (skipped, not waited for).
+	Kept int64
+}
+
+// Run checks the guard (see guard) and then deletes the eligible rows in
+// batches of at most cfg.BatchSize, each DELETE its own short transaction
+// that skips rows locked by others, so inserts and other writers never wait
+// on it. It returns what it deleted so far also when it fails or ctx ends.
+//
+// Deleting outbox rows emits no events: the publication publishes inserts
+// only (CDC-RULES 9).
+func Run(ctx context.Context, db DB, cfg Config, log *slog.Logger) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	cfg = cfg.withDefaults()
+	table, _ := tableIdent(cfg.OutboxTable)
+
+	var res Result
+	var err error
+	res.Cutoff, res.Slots, err = guard(ctx, db, cfg)
+	if err != nil {
+		return res, err
+	}
+	eligible := fmt.Sprintf(`FROM %s o WHERE o.created_at < $1
+		AND NOT EXISTS (SELECT 1 FROM outbox_rejected r WHERE r.event_id = o.event_id)`, table)
+	if cfg.DryRun {
+		err := db.QueryRow(ctx, "SELECT count(*) "+eligible, res.Cutoff).Scan(&res.Deleted)
+		if err != nil {
+			return res, fmt.Errorf("count outbox rows: %w", err)
+		}
+		return res, countKept(ctx, db, table, &res, true)
+	}
+	del := fmt.Sprintf(`DELETE FROM %s WHERE event_id IN (
+		SELECT o.event_id %s ORDER BY o.created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, table, eligible)
+	for {
+		tag, err := db.Exec(ctx, del, res.Cutoff, cfg.BatchSize)
+		if err != nil {
+			return res, fmt.Errorf("delete outbox rows: %w", err)
+		}
+		n := tag.RowsAffected()
+		if n == 0 {
+			break
+		}
+		res.Deleted += n
+		res.Batches++
+		log.Debug("pruned outbox batch", "rows", n, "total", res.Deleted)
+	}
+	return res, countKept(ctx, db, table, &res, false)
+}
+
+// countKept counts the rows older than the cutoff that stay: all of them
+// minus, in a dry run, those that would go.
+func countKept(ctx context.Context, db DB, table string, res *Result, dry bool) error {
+	err := db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE created_at < $1", table), res.Cutoff).Scan(&res.Kept)
+	if err != nil {
+		return fmt.Errorf("count kept outbox rows: %w", err)
+	}
+	if dry {
+		res.Kept -= res.Deleted
+	}
+	return nil
+}

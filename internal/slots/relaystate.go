@@ -1,0 +1,49 @@
+package slots
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RelayRecord is a relay_state row: the relay's own memory that it streamed
+// from a slot and the last position it confirmed there. A record whose slot
+// is missing means events after ConfirmedLSN may never have been published.
+type RelayRecord struct {
+	Slot         string    `json:"slot"`
+	ConfirmedLSN string    `json:"confirmed_lsn"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// RelayRecords reads every relay_state row of the connection's database, by
+// slot name; none when the table does not exist (the database is not
+// migrated).
+func RelayRecords(ctx context.Context, q Querier) ([]RelayRecord, error) {
+	ok, err := hasRelayState(ctx, q)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, "SELECT slot_name, confirmed_lsn::text, updated_at FROM relay_state ORDER BY slot_name")
+	if err != nil {
+		return nil, fmt.Errorf("read relay_state: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RelayRecord])
+	if err != nil {
+		return nil, fmt.Errorf("read relay_state: %w", err)
+	}
+	return recs, nil
+}
+
+func hasRelayState(ctx context.Context, q Querier) (bool, error) {
+	rows, err := q.Query(ctx, "SELECT to_regclass('relay_state') IS NOT NULL")
+	if err != nil {
+		return false, fmt.Errorf("look up relay_state: %w", err)
+	}
+	ok, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+	if err != nil {
+		return false, fmt.Errorf("look up relay_state: %w", err)
+	}
+	return ok, nil
+}
