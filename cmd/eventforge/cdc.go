@@ -1,8 +1,137 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"time"
 
-// newCDCCmd is a placeholder until its issue lands.
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventforge/eventforge/cdc"
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/ops"
+)
+
 func newCDCCmd() *cobra.Command {
-	return &cobra.Command{Use: "cdc", Short: "not built yet", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "cdc",
+		Short: "Relay outbox events from PostgreSQL to Kafka",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newCDCRunCmd())
+	return cmd
+}
+
+// relayFlags are the flags `cdc run` and `outbox republish` share.
+type relayFlags struct {
+	pg              pgFlags
+	brokers         string
+	topicPrefix     string
+	partitions      int32
+	replication     int16
+	createTopics    bool
+	compression     string
+	maxMessageBytes int
+}
+
+func (f *relayFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	f.pg.register(cmd)
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	fs.StringVar(&f.topicPrefix, "topic-prefix", "", "prefix of every topic name (topic = prefix + aggregate_type)")
+	fs.Int32Var(&f.partitions, "topic-partitions", cdc.DefaultTopicPartitions, "partitions of topics the relay creates")
+	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates")
+	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false a missing topic stops the relay")
+	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
+	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
+}
+
+func (f *relayFlags) config() (cdc.Config, error) {
+	if err := f.pg.validate(); err != nil {
+		return cdc.Config{}, err
+	}
+	cfg := cdc.DefaultConfig()
+	cfg.PGURL = f.pg.url
+	cfg.Kafka = kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-cdc"}
+	cfg.TopicPrefix = f.topicPrefix
+	cfg.TopicPartitions = f.partitions
+	cfg.TopicReplicationFactor = f.replication
+	cfg.CreateTopics = f.createTopics
+	cfg.Compression = f.compression
+	cfg.MaxMessageBytes = f.maxMessageBytes
+	return cfg, nil
+}
+
+func newCDCRunCmd() *cobra.Command {
+	var (
+		rf                relayFlags
+		lf                logFlags
+		slot, publication string
+		outboxTable       string
+		maxEvents         int
+		maxBytes          int64
+		heartbeat         time.Duration
+		statusInterval    time.Duration
+		shutdownTimeout   time.Duration
+		metricsAddr       string
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Stream committed outbox rows from the replication slot to Kafka (at-least-once)",
+		Long: `Stream committed outbox rows from a logical replication slot (pgoutput) to Kafka with an
+idempotent producer. The slot is confirmed only up to the end of the last transaction whose every
+event the broker acknowledged, so a crash resends but never loses events. A second instance on the
+same slot waits as a standby and takes over when the first one stops.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := lf.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			cfg, err := rf.config()
+			if err != nil {
+				return err
+			}
+			cfg.Slot, cfg.Publication, cfg.OutboxTable = slot, publication, outboxTable
+			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
+			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
+			if heartbeat == 0 {
+				cfg.HeartbeatInterval = -1 // 0 disables
+			}
+			reg := ops.NewRegistry()
+			ready := &ops.Readiness{}
+			relay, err := cdc.New(cfg, log, reg, ready)
+			if err != nil {
+				return err
+			}
+			g, ctx := errgroup.WithContext(cmd.Context())
+			srvCtx, stopServer := context.WithCancel(ctx)
+			g.Go(func() error {
+				defer stopServer()
+				return relay.Run(ctx)
+			})
+			g.Go(func() error {
+				if err := ops.Serve(srvCtx, metricsAddr, ops.Handler(reg, ready), log); err != nil {
+					return fmt.Errorf("serve metrics on %s: %w", metricsAddr, err)
+				}
+				return nil
+			})
+			return g.Wait()
+		},
+	}
+	rf.register(cmd)
+	lf.register(cmd.Flags())
+	fs := cmd.Flags()
+	fs.StringVar(&slot, "slot", cdc.DefaultSlot, "logical replication slot (created when missing)")
+	fs.StringVar(&publication, "publication", cdc.DefaultPublication, "publication of the outbox table (created by eventforge migrate)")
+	fs.StringVar(&outboxTable, "outbox-table", cdc.DefaultOutboxTable, "schema.table of the outbox")
+	fs.IntVar(&maxEvents, "max-in-flight-events", cdc.DefaultMaxInFlightEvents, "events produced but not yet acknowledged before the relay stops reading")
+	fs.Int64Var(&maxBytes, "max-in-flight-bytes", cdc.DefaultMaxInFlightBytes, "bytes of events produced but not yet acknowledged before the relay stops reading")
+	fs.DurationVar(&heartbeat, "heartbeat-interval", cdc.DefaultHeartbeatInterval, "interval of heartbeat messages that keep the slot moving while the outbox is quiet; 0 disables")
+	fs.DurationVar(&statusInterval, "status-interval", 0, "longest time between status updates to the server; 0 means min(10s, wal_sender_timeout/2)")
+	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", cdc.DefaultShutdownTimeout, "how long a shutdown waits for in-flight events to be acknowledged")
+	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
+	annotateEnv(cmd)
+	return cmd
 }

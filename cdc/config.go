@@ -1,0 +1,235 @@
+// Package cdc is the relay: it reads committed outbox rows from a logical
+// replication slot (pgoutput), produces them to Kafka with an idempotent
+// producer, and confirms the slot only up to the end of the longest prefix of
+// transactions whose every event the broker has acknowledged.
+package cdc
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/pgconn"
+)
+
+// Defaults of Config, also the defaults of the `cdc run` flags.
+const (
+	DefaultSlot                   = "eventforge"
+	DefaultPublication            = "eventforge_outbox"
+	DefaultOutboxTable            = "public.outbox"
+	DefaultTopicPartitions        = 12
+	DefaultTopicReplicationFactor = 1
+	DefaultMaxInFlightEvents      = 20000
+	DefaultMaxInFlightBytes       = 64 << 20
+	DefaultHeartbeatInterval      = 10 * time.Second
+	DefaultCompression            = "lz4"
+	DefaultMaxMessageBytes        = 1000000
+	DefaultShutdownTimeout        = 30 * time.Second
+	DefaultMetricsAddr            = "" // like worker and api: set it to serve /healthz, /readyz, /metrics
+)
+
+// maxStatusInterval caps the interval between standby status updates; the
+// server's wal_sender_timeout/2 lowers it further (CDC-RULES 4).
+const maxStatusInterval = 10 * time.Second
+
+// Config is everything the relay needs. Start from DefaultConfig; zero
+// durations and sizes are replaced by their defaults.
+type Config struct {
+	PGURL       string
+	Kafka       kafka.Config
+	Slot        string // logical replication slot, created when missing
+	Publication string // must exist (eventforge migrate creates it)
+	OutboxTable string // schema.table the publication covers
+
+	TopicPrefix            string // prepended to aggregate_type
+	TopicPartitions        int32  // for topics the relay creates
+	TopicReplicationFactor int16  // for topics the relay creates
+	CreateTopics           bool   // false: a missing topic stops the relay
+
+	MaxInFlightEvents int   // events produced but not yet acked
+	MaxInFlightBytes  int64 // their encoded size
+
+	HeartbeatInterval time.Duration // negative disables heartbeats
+	// StatusInterval is the longest time between standby status updates;
+	// zero means min(10s, wal_sender_timeout/2) as read from the server.
+	StatusInterval time.Duration
+
+	Compression     string        // none, gzip, snappy, lz4 or zstd
+	FlushBytes      int           // producer batch target
+	FlushFrequency  time.Duration // producer linger
+	MaxMessageBytes int           // largest record produced; larger ones are rejected
+
+	ShutdownTimeout    time.Duration // bound on waiting for in-flight acks at shutdown
+	ReconnectMin       time.Duration // first backoff after a failed session
+	ReconnectMax       time.Duration // cap of the doubling backoff
+	StandbyRetry       time.Duration // how often a standby retries the slot
+	SlotSampleInterval time.Duration // pg_replication_slots sampling for metrics and safety
+	StateWriteInterval time.Duration // relay_state updates (throttled)
+}
+
+// DefaultConfig returns a Config with every default set; callers fill PGURL
+// and Kafka.Brokers.
+func DefaultConfig() Config {
+	return Config{
+		Slot:                   DefaultSlot,
+		Publication:            DefaultPublication,
+		OutboxTable:            DefaultOutboxTable,
+		TopicPartitions:        DefaultTopicPartitions,
+		TopicReplicationFactor: DefaultTopicReplicationFactor,
+		CreateTopics:           true,
+		MaxInFlightEvents:      DefaultMaxInFlightEvents,
+		MaxInFlightBytes:       DefaultMaxInFlightBytes,
+		HeartbeatInterval:      DefaultHeartbeatInterval,
+		Compression:            DefaultCompression,
+		MaxMessageBytes:        DefaultMaxMessageBytes,
+		ShutdownTimeout:        DefaultShutdownTimeout,
+	}.withDefaults()
+}
+
+// withDefaults fills zero values.
+func (c Config) withDefaults() Config {
+	setStr := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	setDur := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setStr(&c.Slot, DefaultSlot)
+	setStr(&c.Publication, DefaultPublication)
+	setStr(&c.OutboxTable, DefaultOutboxTable)
+	setStr(&c.Compression, DefaultCompression)
+	if c.TopicPartitions == 0 {
+		c.TopicPartitions = DefaultTopicPartitions
+	}
+	if c.TopicReplicationFactor == 0 {
+		c.TopicReplicationFactor = DefaultTopicReplicationFactor
+	}
+	if c.MaxInFlightEvents == 0 {
+		c.MaxInFlightEvents = DefaultMaxInFlightEvents
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.FlushBytes == 0 {
+		c.FlushBytes = 1 << 20
+	}
+	setDur(&c.FlushFrequency, 5*time.Millisecond)
+	setDur(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	setDur(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDur(&c.ReconnectMin, 500*time.Millisecond)
+	setDur(&c.ReconnectMax, 30*time.Second)
+	setDur(&c.StandbyRetry, 1500*time.Millisecond)
+	setDur(&c.SlotSampleInterval, 15*time.Second)
+	setDur(&c.StateWriteInterval, 5*time.Second)
+	return c
+}
+
+// slotName is what PostgreSQL accepts as a replication slot name.
+var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
+
+// Validate reports a configuration that cannot work, in one line that names
+// the flag to fix. It never repeats a password.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.PGURL == "" {
+		return errors.New("no PostgreSQL URL: set --pg-url or EVENTFORGE_PG_URL")
+	}
+	if _, err := pgconn.ParseConfig(c.PGURL); err != nil {
+		return err
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		return err
+	}
+	if !slotName.MatchString(c.Slot) {
+		return fmt.Errorf("invalid --slot %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
+	}
+	if strings.ContainsAny(c.Publication, "'\"\x00") {
+		return fmt.Errorf("invalid --publication %q", c.Publication)
+	}
+	if _, _, err := c.outboxTable(); err != nil {
+		return err
+	}
+	switch {
+	case c.TopicPartitions < 1:
+		return fmt.Errorf("invalid --topic-partitions %d: must be at least 1", c.TopicPartitions)
+	case c.TopicReplicationFactor < 1:
+		return fmt.Errorf("invalid --topic-replication-factor %d: must be at least 1", c.TopicReplicationFactor)
+	case c.MaxInFlightEvents < 1:
+		return fmt.Errorf("invalid --max-in-flight-events %d: must be at least 1", c.MaxInFlightEvents)
+	case c.MaxInFlightBytes < 1:
+		return fmt.Errorf("invalid --max-in-flight-bytes %d: must be at least 1", c.MaxInFlightBytes)
+	case c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize):
+		return fmt.Errorf("invalid --max-message-bytes %d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
+	case c.StatusInterval < 0:
+		return fmt.Errorf("invalid status interval %s", c.StatusInterval)
+	case c.ShutdownTimeout < 0:
+		return fmt.Errorf("invalid --shutdown-timeout %s", c.ShutdownTimeout)
+	case c.ReconnectMax < c.ReconnectMin:
+		return fmt.Errorf("reconnect backoff cap %s is below its start %s", c.ReconnectMax, c.ReconnectMin)
+	}
+	if _, err := ParseCompression(c.Compression); err != nil {
+		return err
+	}
+	return nil
+}
+
+// outboxTable splits OutboxTable into schema and table.
+func (c Config) outboxTable() (schema, table string, err error) {
+	schema, table, ok := strings.Cut(c.OutboxTable, ".")
+	if !ok {
+		schema, table = "public", c.OutboxTable
+	}
+	if schema == "" || table == "" || strings.Contains(table, ".") {
+		return "", "", fmt.Errorf("invalid outbox table %q: want schema.table", c.OutboxTable)
+	}
+	return schema, table, nil
+}
+
+// ParseCompression maps a --compression value to sarama's codec.
+func ParseCompression(name string) (sarama.CompressionCodec, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return sarama.CompressionNone, nil
+	case "gzip":
+		return sarama.CompressionGZIP, nil
+	case "snappy":
+		return sarama.CompressionSnappy, nil
+	case "lz4":
+		return sarama.CompressionLZ4, nil
+	case "zstd":
+		return sarama.CompressionZSTD, nil
+	}
+	return 0, fmt.Errorf("invalid --compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// producerConfig is the sarama configuration of one stream session.
+func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
+	codec, err := ParseCompression(c.Compression)
+	if err != nil {
+		return nil, err
+	}
+	sc := c.Kafka.IdempotentProducer(kafka.ProducerOptions{
+		Compression:     codec,
+		FlushBytes:      c.FlushBytes,
+		FlushMaxWait:    c.FlushFrequency,
+		MaxMessageBytes: maxMessageBytes,
+	})
+	// Topics are created by the relay with the configured partitions and
+	// replication factor, never implicitly with the broker's defaults.
+	sc.Metadata.AllowAutoTopicCreation = false
+	// Bounded buffering between the relay and the broker connections.
+	sc.ChannelBufferSize = 1024
+	return sc, nil
+}

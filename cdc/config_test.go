@@ -1,0 +1,154 @@
+package cdc
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+)
+
+func validConfig() Config {
+	c := DefaultConfig()
+	c.PGURL = "postgres://u:secret@localhost:5432/db"
+	c.Kafka = kafka.Config{Brokers: []string{"localhost:9092"}}
+	return c
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string // substring; empty means valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"no pg url", func(c *Config) { c.PGURL = "" }, "--pg-url"},
+		{"bad pg url hides password", func(c *Config) { c.PGURL = "postgres://u:secret@[::1" }, "invalid PostgreSQL URL"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "--kafka-brokers"},
+		{"slot upper case", func(c *Config) { c.Slot = "Relay" }, "--slot"},
+		{"slot dash", func(c *Config) { c.Slot = "my-slot" }, "--slot"},
+		{"slot too long", func(c *Config) { c.Slot = strings.Repeat("a", 64) }, "--slot"},
+		{"publication quote", func(c *Config) { c.Publication = "x'y" }, "--publication"},
+		{"outbox table", func(c *Config) { c.OutboxTable = "a.b.c" }, "outbox table"},
+		{"outbox table without schema", func(c *Config) { c.OutboxTable = "events" }, ""},
+		{"partitions", func(c *Config) { c.TopicPartitions = -1 }, "--topic-partitions"},
+		{"replication", func(c *Config) { c.TopicReplicationFactor = -2 }, "--topic-replication-factor"},
+		{"window events", func(c *Config) { c.MaxInFlightEvents = -1 }, "--max-in-flight-events"},
+		{"window bytes", func(c *Config) { c.MaxInFlightBytes = -1 }, "--max-in-flight-bytes"},
+		{"message bytes", func(c *Config) { c.MaxMessageBytes = 10 }, "--max-message-bytes"},
+		{"compression", func(c *Config) { c.Compression = "brotli" }, "--compression"},
+		{"compression zstd", func(c *Config) { c.Compression = "ZSTD" }, ""},
+		{"backoff", func(c *Config) { c.ReconnectMin, c.ReconnectMax = time.Minute, time.Second }, "backoff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate() = %v, want error containing %q", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("error leaks the password: %v", err)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	if c.Slot != "eventforge" || c.Publication != "eventforge_outbox" || c.TopicPartitions != 12 || c.TopicReplicationFactor != 1 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c.HeartbeatInterval != 10*time.Second || c.MaxInFlightEvents <= 0 || c.MaxInFlightBytes <= 0 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if !DefaultConfig().CreateTopics {
+		t.Fatal("DefaultConfig creates no topics")
+	}
+	neg := Config{HeartbeatInterval: -1}.withDefaults()
+	if neg.HeartbeatInterval >= 0 {
+		t.Fatal("a negative heartbeat interval (disabled) was replaced")
+	}
+}
+
+func TestProducerConfig(t *testing.T) {
+	c := validConfig()
+	sc, err := c.producerConfig(5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.Producer.Idempotent || sc.Net.MaxOpenRequests != 1 || sc.Producer.MaxMessageBytes != 5000 {
+		t.Fatalf("producer config not idempotent or limit not applied: %+v", sc.Producer)
+	}
+	if sc.Metadata.AllowAutoTopicCreation {
+		t.Fatal("the producer may auto-create topics with broker defaults")
+	}
+	if err := sc.Validate(); err != nil {
+		t.Fatalf("sarama rejects the config: %v", err)
+	}
+}
+
+func TestStatusInterval(t *testing.T) {
+	tests := []struct {
+		configured, walSenderTimeout, want time.Duration
+	}{
+		{0, time.Minute, 10 * time.Second},
+		{0, 8 * time.Second, 4 * time.Second},
+		{0, 0, 10 * time.Second}, // timeout disabled
+		{2 * time.Second, time.Minute, 2 * time.Second},
+		{30 * time.Second, 20 * time.Second, 10 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := statusInterval(tt.configured, tt.walSenderTimeout); got != tt.want {
+			t.Errorf("statusInterval(%s, %s) = %s, want %s", tt.configured, tt.walSenderTimeout, got, tt.want)
+		}
+	}
+}
+
+func TestActivePID(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want int32
+	}{
+		{`replication slot "eventforge" is active for PID 4242`, 4242},
+		{"something else", 0},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		if got := activePID(&pgconn.PgError{Code: sqlstateObjectInUse, Message: tt.msg}); got != tt.want {
+			t.Errorf("activePID(%q) = %d, want %d", tt.msg, got, tt.want)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	l := newLimits(10000)
+	if got := l.current(); got != 10000 {
+		t.Fatalf("current() = %d, want the configured 10000", got)
+	}
+	l.set("a", 50000)
+	l.set("b", 3000)
+	if got := l.current(); got != 3000 {
+		t.Fatalf("current() = %d, want the smallest topic limit 3000", got)
+	}
+	l.refused("b", "e1")
+	if got := l.current(); got != 10000 {
+		t.Fatalf("after a refusal the topic's limit must be read again: current() = %d", got)
+	}
+	l.refused("b", "e1")
+	if n := l.refusals("e1"); n != 2 {
+		t.Fatalf("refusals = %d, want 2", n)
+	}
+	if n := l.refusals("e2"); n != 0 {
+		t.Fatalf("refusals of another event = %d", n)
+	}
+}

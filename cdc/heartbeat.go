@@ -1,0 +1,157 @@
+package cdc
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventforge/eventforge/cdc/pgoutput"
+)
+
+// maintain runs beside the stream sessions on its own connection: heartbeats
+// (CDC-RULES 10), slot sampling for metrics, and throttled relay_state
+// writes (CDC-RULES 11). Failures are logged and retried on the next tick;
+// they never stop the relay. On exit it writes the last confirmed position.
+func (r *Relay) maintain(ctx context.Context) {
+	var (
+		conn    *pgx.Conn
+		written pglogrepl.LSN
+	)
+	defer func() {
+		// The last confirmation of a clean shutdown is recorded too.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		defer cancel()
+		if conn == nil && pglogrepl.LSN(r.confirmed.Load()) > written {
+			conn, _ = connectSQL(fctx, r.cfg.PGURL)
+		}
+		if conn != nil {
+			if err := r.writeState(fctx, conn, &written); err != nil {
+				r.log.Warn("relay_state update failed", "err", err)
+			}
+			conn.Close(fctx)
+		}
+	}()
+	hb := tickerOrNil(r.cfg.HeartbeatInterval)
+	sample := time.NewTicker(r.cfg.SlotSampleInterval)
+	state := time.NewTicker(r.cfg.StateWriteInterval)
+	defer sample.Stop()
+	defer state.Stop()
+	if hb != nil {
+		defer hb.Stop()
+	}
+	get := func() *pgx.Conn {
+		if conn == nil {
+			c, err := connectSQL(ctx, r.cfg.PGURL)
+			if err != nil {
+				r.log.Debug("maintenance connection", "err", err)
+				return nil
+			}
+			conn = c
+		}
+		return conn
+	}
+	drop := func(what string, err error) {
+		if ctx.Err() == nil {
+			r.log.Warn(what+" failed", "err", err)
+		}
+		if conn != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			conn = nil
+		}
+	}
+	if c := get(); c != nil {
+		if err := r.sampleSlot(ctx, c); err != nil {
+			drop("slot sampling", err)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tickC(hb):
+			if r.State() != stateStreaming {
+				continue
+			}
+			if c := get(); c != nil {
+				if err := r.heartbeat(ctx, c); err != nil {
+					drop("heartbeat", err)
+				}
+			}
+		case <-sample.C:
+			if c := get(); c != nil {
+				if err := r.sampleSlot(ctx, c); err != nil {
+					drop("slot sampling", err)
+				}
+			}
+		case <-state.C:
+			if pglogrepl.LSN(r.confirmed.Load()) <= written {
+				continue
+			}
+			if c := get(); c != nil {
+				if err := r.writeState(ctx, c, &written); err != nil {
+					drop("relay_state update", err)
+				}
+			}
+		}
+	}
+}
+
+func tickerOrNil(d time.Duration) *time.Ticker {
+	if d <= 0 {
+		return nil
+	}
+	return time.NewTicker(d)
+}
+
+func tickC(t *time.Ticker) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
+
+// heartbeat writes a transactional logical message; the relay receives it in
+// a transaction of its own and confirms that transaction's end like any
+// other, so the slot keeps up with the WAL of a database whose outbox is
+// quiet.
+func (r *Relay) heartbeat(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SELECT pg_logical_emit_message(true, $1, $2)",
+		pgoutput.HeartbeatPrefix, time.Now().UTC().Format(time.RFC3339Nano))
+	if err == nil {
+		r.m.heartbeatsSent.Inc()
+	}
+	return err
+}
+
+func (r *Relay) sampleSlot(ctx context.Context, conn *pgx.Conn) error {
+	var lag, retained *float64
+	err := conn.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::float8, (pg_current_wal_lsn() - restart_lsn)::float8
+		FROM pg_replication_slots WHERE slot_name = $1`, r.cfg.Slot).Scan(&lag, &retained)
+	if err == pgx.ErrNoRows {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if lag != nil {
+		r.m.slotLag.WithLabelValues(r.cfg.Slot).Set(*lag)
+	}
+	if retained != nil {
+		r.m.slotRetained.WithLabelValues(r.cfg.Slot).Set(*retained)
+	}
+	return nil
+}
+
+func (r *Relay) writeState(ctx context.Context, conn *pgx.Conn, written *pglogrepl.LSN) error {
+	lsn := pglogrepl.LSN(r.confirmed.Load())
+	if lsn <= *written {
+		return nil
+	}
+	if err := writeState(ctx, conn, r.cfg.Slot, lsn); err != nil {
+		return err
+	}
+	*written = lsn
+	return nil
+}

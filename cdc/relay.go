@@ -1,0 +1,332 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/cdc/pgoutput"
+	"github.com/eventforge/eventforge/internal/ops"
+)
+
+// Relay streams one slot to Kafka. Create it with New and call Run once.
+type Relay struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	limits *limits
+
+	confirmed atomic.Uint64 // last flush position sent to the slot
+
+	mu      sync.Mutex
+	state   string // connecting, streaming, standby, reconnecting
+	lastErr string
+}
+
+// Relay states, reported by /readyz.
+const (
+	stateConnecting   = "connecting"
+	stateStreaming    = "streaming"
+	stateStandby      = "standby"
+	stateReconnecting = "reconnecting"
+)
+
+// New checks cfg and registers the relay's metrics on reg and its readiness
+// check on ready (either may be nil).
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Readiness) (*Relay, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(reg, cfg.Slot)
+	if err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
+	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting}
+	if ready != nil {
+		ready.Add("cdc", r.ready)
+	}
+	return r, nil
+}
+
+// ready is ready while streaming or waiting as a healthy standby.
+func (r *Relay) ready(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch r.state {
+	case stateStreaming, stateStandby:
+		return nil
+	}
+	if r.lastErr != "" {
+		return fmt.Errorf("%s: %s", r.state, r.lastErr)
+	}
+	return errors.New(r.state)
+}
+
+// State reports connecting, streaming, standby or reconnecting.
+func (r *Relay) State() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+func (r *Relay) setState(s string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state = s
+	r.lastErr = ""
+	if err != nil {
+		r.lastErr = err.Error()
+	}
+	r.m.standby.Set(b2f(s == stateStandby))
+	r.m.streaming.Set(b2f(s == stateStreaming))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Run relays until ctx ends (then it drains in-flight events, confirms and
+// returns nil) or a fatal error (a *FatalError: missing publication, lost
+// slot, missing topic with creation disabled, …). Everything else is retried
+// with backoff from the slot's confirmed position.
+func (r *Relay) Run(ctx context.Context) error {
+	mctx, stopMaint := context.WithCancel(context.WithoutCancel(ctx))
+	var g errgroup.Group
+	g.Go(func() error { r.maintain(mctx); return nil })
+	err := r.loop(ctx)
+	stopMaint()
+	_ = g.Wait()
+	return err
+}
+
+func (r *Relay) loop(ctx context.Context) error {
+	backoff := r.cfg.ReconnectMin
+	standbyLogged := false
+	for {
+		r.m.sessions.Inc()
+		began := time.Now()
+		err := r.session(ctx)
+		if ctx.Err() != nil {
+			r.setState(stateConnecting, nil)
+			return nil
+		}
+		var fe *FatalError
+		var sb *standbyError
+		switch {
+		case errors.As(err, &fe):
+			r.setState(stateReconnecting, err)
+			r.log.Error("relay stopped", "err", err)
+			return err
+		case errors.As(err, &sb):
+			if !standbyLogged {
+				r.log.Info(fmt.Sprintf("slot %s is active for PID %d; waiting as standby", r.cfg.Slot, sb.pid))
+				standbyLogged = true
+			}
+			r.setState(stateStandby, nil)
+			backoff = r.cfg.ReconnectMin
+			if !sleep(ctx, r.cfg.StandbyRetry) {
+				return nil
+			}
+			continue
+		case errors.Is(err, errLimitLowered):
+			r.log.Info("restarting session with a lower record limit", "max_message_bytes", r.limits.current())
+			continue
+		}
+		standbyLogged = false
+		if time.Since(began) > time.Minute {
+			backoff = r.cfg.ReconnectMin
+		}
+		r.m.sessionErrors.Inc()
+		r.setState(stateReconnecting, err)
+		wait := backoff/2 + rand.N(backoff/2+1)
+		r.log.Warn("stream session ended; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond))
+		if !sleep(ctx, wait) {
+			return nil
+		}
+		backoff = min(2*backoff, r.cfg.ReconnectMax)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// standbyError ends a session because another process reads the slot.
+type standbyError struct{ pid int32 }
+
+func (e *standbyError) Error() string { return fmt.Sprintf("slot is active for PID %d", e.pid) }
+
+// session is one connection to the slot and one producer, from the slot's
+// confirmed position until an error or the end of ctx. It returns nil only
+// when ctx ended.
+func (r *Relay) session(ctx context.Context) error {
+	db, err := connectSQL(ctx, r.cfg.PGURL)
+	if err != nil {
+		return err
+	}
+	defer closeConn(ctx, db.Close)
+	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
+		return err
+	}
+	wst, err := walSenderTimeout(ctx, db)
+	if err != nil {
+		return err
+	}
+	if s, err := readSlot(ctx, db, r.cfg.Slot); err != nil {
+		return err
+	} else if s.activePID != 0 {
+		return &standbyError{pid: s.activePID}
+	}
+	repl, err := connectReplication(ctx, r.cfg.PGURL)
+	if err != nil {
+		return err
+	}
+	defer closeConn(ctx, repl.Close)
+	sys, err := pglogrepl.IdentifySystem(ctx, repl)
+	if err != nil {
+		return fmt.Errorf("identify system: %w", err)
+	}
+	start, err := prepareSlot(ctx, db, repl, r.cfg.Slot)
+	if err != nil {
+		return err
+	}
+	rejected, err := loadRejected(ctx, db, start)
+	if err != nil {
+		return err
+	}
+	ps, err := newProducerSession(&r.cfg, r.limits)
+	if err != nil {
+		return err
+	}
+	if err := r.startReplication(ctx, repl, start); err != nil {
+		ps.close()
+		return err
+	}
+	r.setState(stateStreaming, nil)
+	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", statusInterval(r.cfg.StatusInterval, wst))
+	return r.stream(ctx, repl, db, ps, start, statusInterval(r.cfg.StatusInterval, wst), rejected)
+}
+
+// closeConn closes a connection within a few seconds even after ctx ended
+// or when the peer is gone.
+func closeConn(ctx context.Context, closeFn func(context.Context) error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = closeFn(cctx)
+}
+
+func (r *Relay) startReplication(ctx context.Context, repl *pgconn.PgConn, start pglogrepl.LSN) error {
+	err := pglogrepl.StartReplication(ctx, repl, r.cfg.Slot, start, pglogrepl.StartReplicationOptions{
+		Mode: pglogrepl.LogicalReplication,
+		PluginArgs: []string{
+			"proto_version '1'",
+			"publication_names '" + r.cfg.Publication + "'",
+			"messages 'true'",
+		},
+	})
+	if err == nil {
+		return nil
+	}
+	if code, pe := pgErrorCode(err); code == sqlstateObjectInUse {
+		return &standbyError{pid: activePID(pe)}
+	}
+	return fmt.Errorf("start replication from slot %s: %w", r.cfg.Slot, err)
+}
+
+// activePID digs the PID out of "replication slot … is active for PID N";
+// zero when the message has another shape. Only for the log line: the
+// decision was made on the SQLSTATE.
+func activePID(pe *pgconn.PgError) int32 {
+	var pid int32
+	for i := len(pe.Message) - 1; i >= 0; i-- {
+		if pe.Message[i] == ' ' {
+			_, _ = fmt.Sscanf(pe.Message[i+1:], "%d", &pid)
+			break
+		}
+	}
+	return pid
+}
+
+// stream runs the session's goroutines: the connection owner, the feeder and
+// the two drainers of the producer's result channels.
+func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
+	start pglogrepl.LSN, interval time.Duration, rejected map[uuid.UUID]bool) error {
+	schema, table, _ := r.cfg.outboxTable()
+	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
+	// The session lives on past ctx while it drains; a producer error
+	// cancels it with its cause.
+	sctx, fail := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer fail(nil)
+	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
+	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, rejected
+	st := &stream{
+		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: pgoutput.NewDecoder(schema, table),
+		tr: tr, feed: feed, interval: interval, start: start, sent: start, confirm: r.onConfirm,
+	}
+	var g errgroup.Group
+	g.Go(func() error {
+		defer close(feed)
+		err := st.run(ctx, sctx)
+		if err != nil {
+			fail(err)
+		}
+		return err
+	})
+	g.Go(func() error {
+		err := ps.feed(sctx, feed)
+		if err != nil {
+			fail(err)
+		}
+		return err
+	})
+	g.Go(ps.successes)
+	g.Go(ps.errors)
+	err := g.Wait()
+	ps.client.Close()
+	if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		return errors.New("stream ended")
+	}
+	return nil
+}
+
+// onConfirm records a position sent to the slot.
+func (r *Relay) onConfirm(lsn pglogrepl.LSN) {
+	r.confirmed.Store(uint64(lsn))
+	r.m.confirmedLSN.Set(float64(lsn))
+}

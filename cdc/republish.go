@@ -1,0 +1,181 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+)
+
+// RepublishResult counts what Republish did.
+type RepublishResult struct {
+	Published int64 // acknowledged by the broker
+	Rejected  int64 // too large: recorded in outbox_rejected instead
+}
+
+// Republish produces the outbox rows created in [since, until) (until zero:
+// no upper bound) again, with their original event IDs, through the same
+// idempotent producer and message format as the relay, in created_at order.
+// It is the recovery after a lost slot: consumers dedupe by event ID. The
+// timestamp of each record is the row's created_at (the commit time is not
+// stored). Any producer error stops it; running it again is safe.
+func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slog.Logger) (RepublishResult, error) {
+	var res RepublishResult
+	cfg = cfg.withDefaults()
+	if err := cfg.Kafka.Validate(); err != nil {
+		return res, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	db, err := connectSQL(ctx, cfg.PGURL)
+	if err != nil {
+		return res, err
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	side, err := connectSQL(ctx, cfg.PGURL)
+	if err != nil {
+		return res, err
+	}
+	defer side.Close(context.WithoutCancel(ctx))
+
+	where, args := "created_at >= $1", []any{since}
+	if !until.IsZero() {
+		where, args = where+" AND created_at < $2", append(args, until)
+	}
+	lim := newLimits(cfg.MaxMessageBytes)
+	if err := learnTopics(ctx, &cfg, db, lim, where, args); err != nil {
+		return res, err
+	}
+	sc, err := cfg.producerConfig(lim.current())
+	if err != nil {
+		return res, err
+	}
+	prod, err := sarama.NewAsyncProducer(cfg.Kafka.Brokers, sc)
+	if err != nil {
+		return res, fmt.Errorf("start Kafka producer: %w", err)
+	}
+	pctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	var wg sync.WaitGroup
+	var published atomic.Int64
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range prod.Successes() {
+			published.Add(1)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for pe := range prod.Errors() {
+			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
+		}
+	}()
+	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), where, args, log)
+	prod.AsyncClose()
+	wg.Wait()
+	res.Published, res.Rejected = published.Load(), rejected
+	if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return res, cause
+	}
+	if scanErr != nil {
+		return res, scanErr
+	}
+	return res, ctx.Err()
+}
+
+// learnTopics ensures every topic of the range exists and learns its limit
+// before the producer is configured.
+func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, where string, args []any) error {
+	rows, err := db.Query(ctx, "SELECT DISTINCT aggregate_type FROM outbox WHERE "+where, args...)
+	if err != nil {
+		return fmt.Errorf("read outbox: %w", err)
+	}
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("read outbox: %w", err)
+	}
+	if len(types) == 0 {
+		return nil
+	}
+	sc, err := cfg.producerConfig(cfg.MaxMessageBytes)
+	if err != nil {
+		return err
+	}
+	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
+	if err != nil {
+		return fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
+	}
+	defer client.Close()
+	tp, err := newTopics(cfg, client, lim)
+	if err != nil {
+		return err
+	}
+	for _, t := range types {
+		if err := tp.ensure(ctx, cfg.TopicPrefix+t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
+	where string, args []any, log *slog.Logger) (int64, error) {
+	rows, err := db.Query(ctx, `SELECT event_id, aggregate_type, aggregate_id, event_type, payload::text, headers::text, created_at
+		FROM outbox WHERE `+where+` ORDER BY created_at, ctid`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("read outbox: %w", err)
+	}
+	defer rows.Close()
+	var rejected int64
+	for rows.Next() {
+		var (
+			e       outbox.Event
+			payload string
+			headers string
+		)
+		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.EventType, &payload, &headers, &e.CommitTime); err != nil {
+			return rejected, fmt.Errorf("read outbox row: %w", err)
+		}
+		e.Payload = []byte(payload)
+		hs, err := outbox.StringHeaders([]byte(headers))
+		if err != nil {
+			return rejected, fmt.Errorf("headers of event %s: %w", e.ID, err)
+		}
+		e.Headers = hs
+		msg, err := outbox.Message(&e, cfg.TopicPrefix)
+		reason := ""
+		switch {
+		case err != nil:
+			reason = err.Error()
+		case msg.ByteSize(recordVersion) > maxBytes:
+			reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (republish)", msg.ByteSize(recordVersion), maxBytes)
+		}
+		if reason != "" {
+			if err := recordRejected(ctx, side, e.ID, 0, e.Topic(cfg.TopicPrefix), reason); err != nil {
+				return rejected, err
+			}
+			rejected++
+			log.Warn("event rejected: recorded in outbox_rejected", "event_id", e.ID, "reason", reason)
+			continue
+		}
+		select {
+		case prod.Input() <- msg:
+		case <-ctx.Done():
+			return rejected, nil
+		}
+	}
+	if err := rows.Err(); err != nil && ctx.Err() == nil {
+		return rejected, fmt.Errorf("read outbox: %w", err)
+	}
+	return rejected, nil
+}

@@ -1,0 +1,288 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	ipg "github.com/eventforge/eventforge/internal/pgconn"
+)
+
+// Errors that stop the relay instead of being retried: retrying cannot fix
+// them, and some (a lost or missing slot) must never be papered over.
+var (
+	ErrNoPublication = errors.New("publication does not exist")
+	ErrSlotMissing   = errors.New("replication slot is missing")
+	ErrSlotLost      = errors.New("replication slot was invalidated")
+	ErrSlotMismatch  = errors.New("replication slot does not fit")
+	ErrTopicMissing  = errors.New("topic does not exist")
+)
+
+// FatalError marks an error the relay does not retry.
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
+
+func fatal(err error) error { return &FatalError{Err: err} }
+
+// fatalf is a FatalError that matches kind with errors.Is but reads only as
+// its message, without the kind repeated in front.
+func fatalf(kind error, format string, args ...any) error {
+	return fatal(&kindError{kind: kind, msg: fmt.Sprintf(format, args...)})
+}
+
+type kindError struct {
+	kind error
+	msg  string
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// SQLSTATEs the relay reacts to (checked on *pgconn.PgError, never on text).
+const (
+	sqlstateObjectInUse     = "55006" // slot active for another PID: wait as standby
+	sqlstateDuplicateObject = "42710" // slot created concurrently by another relay
+)
+
+// connectSQL opens a normal connection; its error never repeats the password.
+func connectSQL(ctx context.Context, url string) (*pgx.Conn, error) {
+	cfg, err := ipg.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["application_name"] = "eventforge-cdc"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, connectError(fmt.Errorf("connect to PostgreSQL %s: %w", ipg.Redact(url), err))
+	}
+	return conn, nil
+}
+
+// connectError makes errors that retrying cannot fix fatal: bad credentials,
+// a missing database, a role without the replication privilege.
+func connectError(err error) error {
+	code, _ := pgErrorCode(err)
+	switch {
+	case strings.HasPrefix(code, "28"), code == "3D000", code == "42501":
+		return fatal(err)
+	}
+	return err
+}
+
+// connectReplication opens a logical replication connection
+// (replication=database), which speaks the walsender protocol.
+func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error) {
+	cfg, err := ipg.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	pc := cfg.Config.Copy()
+	pc.RuntimeParams["replication"] = "database"
+	pc.RuntimeParams["application_name"] = "eventforge-cdc"
+	conn, err := pgconn.ConnectConfig(ctx, pc)
+	if err != nil {
+		return nil, connectError(fmt.Errorf("open replication connection to %s: %w", ipg.Redact(url), err))
+	}
+	return conn, nil
+}
+
+func checkPublication(ctx context.Context, conn *pgx.Conn, name string) error {
+	var ok bool
+	err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)", name).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("check publication: %w", err)
+	}
+	if !ok {
+		return fatalf(ErrNoPublication, "publication %s does not exist: run eventforge migrate", name)
+	}
+	return nil
+}
+
+// slotState is a row of pg_replication_slots.
+type slotState struct {
+	exists    bool
+	plugin    string
+	slotType  string
+	database  string
+	confirmed pglogrepl.LSN // zero when NULL
+	walStatus string
+	activePID int32 // zero when inactive
+}
+
+func readSlot(ctx context.Context, conn *pgx.Conn, slot string) (slotState, error) {
+	var (
+		s         slotState
+		plugin    *string
+		database  *string
+		confirmed *string
+		walStatus *string
+		activePID *int32
+	)
+	err := conn.QueryRow(ctx, `SELECT plugin, slot_type, database, confirmed_flush_lsn::text, wal_status, active_pid
+		FROM pg_replication_slots WHERE slot_name = $1`, slot).
+		Scan(&plugin, &s.slotType, &database, &confirmed, &walStatus, &activePID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read replication slot %s: %w", slot, err)
+	}
+	s.exists = true
+	s.plugin, s.database, s.walStatus = deref(plugin), deref(database), deref(walStatus)
+	if activePID != nil {
+		s.activePID = *activePID
+	}
+	if confirmed != nil {
+		if s.confirmed, err = pglogrepl.ParseLSN(*confirmed); err != nil {
+			return s, fmt.Errorf("parse confirmed_flush_lsn of slot %s: %w", slot, err)
+		}
+	}
+	return s, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// stateRow is this database's memory of having streamed from a slot.
+type stateRow struct {
+	exists    bool
+	confirmed string
+	updatedAt time.Time
+}
+
+func readState(ctx context.Context, conn *pgx.Conn, slot string) (stateRow, error) {
+	var r stateRow
+	err := conn.QueryRow(ctx, "SELECT confirmed_lsn::text, updated_at FROM relay_state WHERE slot_name = $1", slot).
+		Scan(&r.confirmed, &r.updatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, nil
+	}
+	if err != nil {
+		return r, fmt.Errorf("read relay_state: %w", err)
+	}
+	r.exists = true
+	return r, nil
+}
+
+// writeState records a confirmed position; it never moves the row backwards.
+func writeState(ctx context.Context, conn *pgx.Conn, slot string, lsn pglogrepl.LSN) error {
+	_, err := conn.Exec(ctx, `INSERT INTO relay_state (slot_name, confirmed_lsn, updated_at) VALUES ($1, $2::pg_lsn, now())
+		ON CONFLICT (slot_name) DO UPDATE SET confirmed_lsn = GREATEST(relay_state.confirmed_lsn, EXCLUDED.confirmed_lsn), updated_at = now()`,
+		slot, lsn.String())
+	if err != nil {
+		return fmt.Errorf("write relay_state: %w", err)
+	}
+	return nil
+}
+
+// recovery is the operator's way out of a slot that cannot be used, in the
+// order that leaves no gap: the new slot first, then the republish covering
+// everything since the last confirmation. An hour of margin, since rows carry
+// their transaction's start time: duplicates are harmless, gaps are not.
+func recovery(slot string, since time.Time) string {
+	return fmt.Sprintf("recover: eventforge slot drop --slot %s --yes (drops the slot and its relay_state row); start eventforge cdc run again (it creates a new slot); then eventforge outbox republish --since %s (event IDs are unchanged, so consumers dedupe)",
+		slot, since.Add(-time.Hour).UTC().Format(time.RFC3339))
+}
+
+// prepareSlot checks the slot (creating it on first use) and returns the
+// position streaming resumes from: its confirmed_flush_lsn.
+func prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, slot string) (pglogrepl.LSN, error) {
+	s, err := readSlot(ctx, sqlConn, slot)
+	if err != nil {
+		return 0, err
+	}
+	if !s.exists {
+		st, err := readState(ctx, sqlConn, slot)
+		if err != nil {
+			return 0, err
+		}
+		if st.exists {
+			return 0, fatalf(ErrSlotMissing, "replication slot %s is missing although this relay confirmed %s on it (last at %s); it is not recreated silently because events after that point would be skipped; %s",
+				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.updatedAt))
+		}
+		return createSlot(ctx, sqlConn, repl, slot)
+	}
+	if s.slotType != "logical" || s.plugin != "pgoutput" {
+		return 0, fatalf(ErrSlotMismatch, "replication slot %s is %s/%s, want logical/pgoutput", slot, s.slotType, s.plugin)
+	}
+	var db string
+	if err := sqlConn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		return 0, fmt.Errorf("read current database: %w", err)
+	}
+	if s.database != db {
+		return 0, fatalf(ErrSlotMismatch, "replication slot %s belongs to database %s, not %s: choose another --slot", slot, s.database, db)
+	}
+	if s.walStatus == "lost" || s.confirmed == 0 {
+		st, err := readState(ctx, sqlConn, slot)
+		if err != nil {
+			return 0, err
+		}
+		since := st.updatedAt
+		if !st.exists {
+			since = time.Now()
+		}
+		return 0, fatalf(ErrSlotLost, "replication slot %s can no longer stream (wal_status %q: the server removed WAL it needed, see max_slot_wal_keep_size); %s",
+			slot, s.walStatus, recovery(slot, since))
+	}
+	return s.confirmed, nil
+}
+
+func createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, slot string) (pglogrepl.LSN, error) {
+	res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
+	if err != nil {
+		return 0, fmt.Errorf("create replication slot %s: %w", slot, err)
+	}
+	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	if err != nil {
+		return 0, fmt.Errorf("parse consistent point of slot %s: %w", slot, err)
+	}
+	// From now on a missing slot means events may have been skipped.
+	if err := writeState(ctx, sqlConn, slot, lsn); err != nil {
+		return 0, err
+	}
+	return lsn, nil
+}
+
+// walSenderTimeout reads the server's wal_sender_timeout; zero means disabled.
+func walSenderTimeout(ctx context.Context, conn *pgx.Conn) (time.Duration, error) {
+	var ms int64
+	if err := conn.QueryRow(ctx, "SELECT setting::bigint FROM pg_settings WHERE name = 'wal_sender_timeout'").Scan(&ms); err != nil {
+		return 0, fmt.Errorf("read wal_sender_timeout: %w", err)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// statusInterval is CDC-RULES 4's bound: at most 10s and at most half the
+// server's wal_sender_timeout.
+func statusInterval(configured, walSenderTimeout time.Duration) time.Duration {
+	d := maxStatusInterval
+	if configured > 0 {
+		d = configured
+	}
+	if walSenderTimeout > 0 && walSenderTimeout/2 < d {
+		d = walSenderTimeout / 2
+	}
+	return d
+}
+
+// pgErrorCode is the SQLSTATE of a server error, or "".
+func pgErrorCode(err error) (string, *pgconn.PgError) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code, pe
+	}
+	return "", nil
+}

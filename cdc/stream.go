@@ -1,0 +1,280 @@
+package cdc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/cdc/pgoutput"
+	"github.com/eventforge/eventforge/internal/outbox"
+)
+
+// recordVersion is the Kafka record format sarama sizes records for (v2,
+// with headers).
+const recordVersion = 2
+
+// pollInterval bounds how long a receive waits, so a shutdown is noticed
+// quickly even on an idle stream.
+const pollInterval = 250 * time.Millisecond
+
+// stream owns the replication connection of one session: it alone receives
+// from it and sends status updates (CDC-RULES 5).
+type stream struct {
+	cfg      *Config
+	log      *slog.Logger
+	m        *metrics
+	conn     *pgconn.PgConn
+	dec      *pgoutput.Decoder
+	tr       *ack.Tracker
+	feed     chan<- *pending
+	interval time.Duration
+	confirm  func(pglogrepl.LSN) // told every position sent
+
+	start      pglogrepl.LSN // the slot's confirmed position at session start
+	sent       pglogrepl.LSN // the last flush position sent
+	serverEnd  pglogrepl.LSN // WAL end of the latest keepalive
+	commitTime time.Time     // of the open transaction
+	nextStatus time.Time
+	deadline   time.Time // read deadline currently set on the socket
+}
+
+// run streams until the session fails (ctx ends, with the cause) or the relay
+// shuts down (stop ends): then it waits, bounded, for in-flight acks. Either
+// way it confirms the acked watermark last.
+func (s *stream) run(stop, ctx context.Context) (err error) {
+	defer func() {
+		if ferr := s.sendStatus(); ferr != nil && err == nil && stop.Err() == nil {
+			err = ferr
+		}
+	}()
+	s.nextStatus = time.Now() // confirm the start position at once
+	for {
+		if stop.Err() != nil {
+			s.drain(ctx)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if !time.Now().Before(s.nextStatus) {
+			if err := s.sendStatus(); err != nil {
+				return err
+			}
+		}
+		if !s.tr.HasRoom() {
+			if err := s.waitRoom(stop, ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.receive(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// receive handles at most one message, waiting at most until the next status
+// update is due.
+func (s *stream) receive(ctx context.Context) error {
+	dl := time.Now().Add(pollInterval)
+	if s.nextStatus.Before(dl) {
+		dl = s.nextStatus
+	}
+	if dl.Sub(s.deadline).Abs() > 50*time.Millisecond {
+		if err := s.conn.Conn().SetReadDeadline(dl); err != nil {
+			return fmt.Errorf("set read deadline: %w", err)
+		}
+		s.deadline = dl
+	}
+	msg, err := s.conn.ReceiveMessage(context.Background())
+	if err != nil {
+		if pgconn.Timeout(err) {
+			s.deadline = time.Time{} // an expired deadline must be reset
+			return nil
+		}
+		return fmt.Errorf("receive from replication slot: %w", err)
+	}
+	switch msg := msg.(type) {
+	case *pgproto3.CopyData:
+		return s.copyData(ctx, msg.Data)
+	case *pgproto3.ErrorResponse:
+		return fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(msg))
+	case *pgproto3.CopyDone:
+		return fmt.Errorf("server ended the replication stream")
+	}
+	return nil
+}
+
+func (s *stream) copyData(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse keepalive: %w", err)
+		}
+		s.serverEnd = max(s.serverEnd, ka.ServerWALEnd)
+		if ka.ReplyRequested {
+			return s.sendStatus()
+		}
+	case pglogrepl.XLogDataByteID:
+		x, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse XLogData: %w", err)
+		}
+		s.m.receivedLSN.Set(float64(x.WALStart))
+		return s.xlog(ctx, x)
+	}
+	return nil
+}
+
+func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
+	it, err := s.dec.Decode(x.WALData)
+	if err != nil {
+		return fmt.Errorf("decode pgoutput message at %s: %w", x.WALStart, err)
+	}
+	switch it.Kind {
+	case pgoutput.KindBegin:
+		s.tr.Begin()
+		s.commitTime = it.CommitTime
+	case pgoutput.KindEvent:
+		return s.publish(ctx, it.Event, x.WALStart)
+	case pgoutput.KindCommit:
+		s.tr.Commit(it.EndLSN)
+		s.m.transactions.Inc()
+	case pgoutput.KindHeartbeat:
+		s.m.heartbeatsSeen.Inc()
+	case pgoutput.KindIgnored:
+		s.m.ignored.WithLabelValues(it.Op).Inc()
+	}
+	return nil
+}
+
+// publish registers the event with the tracker and hands it to the feeder.
+// The feed channel holds the whole in-flight window, so this never blocks.
+func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN) error {
+	if e.CommitTime.IsZero() {
+		e.CommitTime = s.commitTime
+	}
+	p := &pending{id: e.ID, lsn: lsn, commit: e.CommitTime}
+	msg, err := outbox.Message(e, s.cfg.TopicPrefix)
+	if err != nil {
+		p.reason = err.Error()
+		msg = &sarama.ProducerMessage{Topic: e.Topic(s.cfg.TopicPrefix)}
+	}
+	msg.Metadata = p
+	p.msg = msg
+	p.size = msg.ByteSize(recordVersion)
+	p.tok = s.tr.Add(p.size)
+	select {
+	case s.feed <- p:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// waitRoom waits for acks while the window is full, confirming on schedule
+// so the server never times the connection out (CDC-RULES 4).
+func (s *stream) waitRoom(stop, ctx context.Context) error {
+	began := time.Now()
+	defer func() { s.m.backpressureSec.Add(time.Since(began).Seconds()) }()
+	for !s.tr.HasRoom() {
+		s.gauges()
+		t := time.NewTimer(time.Until(s.nextStatus))
+		select {
+		case <-s.tr.Changed():
+		case <-t.C:
+			if err := s.sendStatus(); err != nil {
+				t.Stop()
+				return err
+			}
+		case <-ctx.Done():
+		case <-stop.Done():
+		}
+		t.Stop()
+		if ctx.Err() != nil || stop.Err() != nil {
+			return nil // run decides
+		}
+	}
+	return nil
+}
+
+// drain waits up to the shutdown timeout for in-flight events to be acked,
+// still confirming on schedule.
+func (s *stream) drain(ctx context.Context) {
+	timeout := time.NewTimer(s.cfg.ShutdownTimeout)
+	defer timeout.Stop()
+	for {
+		if n, _ := s.tr.InFlight(); n == 0 {
+			return
+		}
+		t := time.NewTimer(time.Until(s.nextStatus))
+		select {
+		case <-s.tr.Changed():
+		case <-t.C:
+			if err := s.sendStatus(); err != nil {
+				t.Stop()
+				return
+			}
+		case <-timeout.C:
+			n, b := s.tr.InFlight()
+			s.log.Warn("shutdown timeout: events still in flight will be sent again on restart", "events", n, "bytes", b)
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// position is what may be confirmed: the acked watermark, or the server's
+// WAL end when nothing is open or in flight (CDC-RULES 1, 4). Never backwards.
+func (s *stream) position() pglogrepl.LSN {
+	pos := max(s.start, s.tr.Watermark(), s.sent)
+	if s.tr.Idle() && s.serverEnd > pos {
+		pos = s.serverEnd
+	}
+	return pos
+}
+
+// sendStatus confirms position(): write, flush and apply all set to it, since
+// pglogrepl would fill zero ones from write (CDC-RULES 1).
+func (s *stream) sendStatus() error {
+	pos := s.position()
+	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), s.conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: pos,
+		WALFlushPosition: pos,
+		WALApplyPosition: pos,
+		ClientTime:       time.Now(),
+	})
+	if err != nil {
+		return fmt.Errorf("send standby status update: %w", err)
+	}
+	s.nextStatus = time.Now().Add(s.interval)
+	s.m.statusUpdates.Inc()
+	s.gauges()
+	if pos != s.sent {
+		s.log.Debug("confirmed", "lsn", pos)
+	}
+	s.sent = pos
+	s.confirm(pos)
+	return nil
+}
+
+func (s *stream) gauges() {
+	n, b := s.tr.InFlight()
+	s.m.inFlightEvents.Set(float64(n))
+	s.m.inFlightBytes.Set(float64(b))
+}
