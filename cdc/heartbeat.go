@@ -2,12 +2,14 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/cdc/pgoutput"
+	"github.com/eventforge/eventforge/internal/slots"
 )
 
 // maintain runs beside the stream sessions on its own connection: heartbeats
@@ -126,21 +128,21 @@ func (r *Relay) heartbeat(ctx context.Context, conn *pgx.Conn) error {
 }
 
 func (r *Relay) sampleSlot(ctx context.Context, conn *pgx.Conn) error {
-	var lag, retained *float64
-	err := conn.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - confirmed_flush_lsn)::float8, (pg_current_wal_lsn() - restart_lsn)::float8
-		FROM pg_replication_slots WHERE slot_name = $1`, r.cfg.Slot).Scan(&lag, &retained)
-	if err == pgx.ErrNoRows {
+	s, err := slots.Status(ctx, conn, r.cfg.Slot)
+	if errors.Is(err, slots.ErrSlotNotFound) {
+		r.m.slotGauges.Forget(r.cfg.Slot)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if lag != nil {
-		r.m.slotLag.WithLabelValues(r.cfg.Slot).Set(*lag)
+	if s.LagBytes != nil {
+		r.m.slotLag.WithLabelValues(r.cfg.Slot).Set(float64(*s.LagBytes))
 	}
-	if retained != nil {
-		r.m.slotRetained.WithLabelValues(r.cfg.Slot).Set(*retained)
+	if s.RetainedBytes != nil {
+		r.m.slotRetained.WithLabelValues(r.cfg.Slot).Set(float64(*s.RetainedBytes))
 	}
+	r.m.slotGauges.Observe(s)
 	return nil
 }
 

@@ -63,6 +63,7 @@ func TestHeartbeatKeepsSlotNearWALEnd(t *testing.T) {
 		v := metricValue(t, r, "eventforge_slot_lag_bytes")
 		return v > 0 && v < bound
 	})
+	waitFor(t, 10*time.Second, "slot active sampled", func() bool { return metricValue(t, r, "eventforge_slot_active") == 1 })
 	var outboxRows int
 	if err := db.QueryRow(context.Background(), "SELECT count(*) FROM outbox").Scan(&outboxRows); err != nil || outboxRows != 0 {
 		t.Fatalf("outbox rows %d (%v): the test must keep the outbox quiet", outboxRows, err)

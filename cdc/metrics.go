@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventforge/eventforge/internal/slots"
 )
 
 // metrics are the relay's Prometheus series. Names in the contract are fixed;
@@ -12,6 +14,7 @@ type metrics struct {
 	confirmedLSN  prometheus.Gauge
 	commitToAck   prometheus.Histogram
 	slotLag       *prometheus.GaugeVec // slot
+	slotGauges    *slots.Gauges        // active, wal_status, safe WAL size
 	slotRetained  *prometheus.GaugeVec // slot
 
 	receivedLSN     prometheus.Gauge
@@ -127,5 +130,10 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 	// Present from the start so dashboards see the series before the first sample.
 	m.slotLag.WithLabelValues(slot)
 	m.slotRetained.WithLabelValues(slot)
+	g, err := slots.NewGauges(reg)
+	if err != nil {
+		return nil, err
+	}
+	m.slotGauges = g
 	return m, nil
 }
