@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/internal/failpoint"
 )
 
 // errLimitLowered ends a session whose producer batches larger than a topic
@@ -148,6 +149,7 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) error {
 	}
 	select {
 	case ps.prod.Input() <- p.msg:
+		failpoint.Hit(failpoint.CDCAfterProduceBeforeAck)
 	case <-ctx.Done():
 	}
 	return nil
@@ -170,6 +172,7 @@ func (ps *producerSession) successes() error {
 	for msg := range ps.prod.Successes() {
 		p := msg.Metadata.(*pending)
 		ps.tr.Ack(p.tok)
+		failpoint.Hit(failpoint.CDCAfterAckBeforeConfirm)
 		ps.counter(msg.Topic).Inc()
 		if !p.commit.IsZero() {
 			ps.m.commitToAck.Observe(time.Since(p.commit).Seconds())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/cdc/pgoutput"
+	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/outbox"
 )
 
@@ -177,6 +178,7 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	p.tok = s.tr.Add(p.size)
 	select {
 	case s.feed <- p:
+		failpoint.Hit(failpoint.CDCMidTransaction)
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -267,6 +269,7 @@ func (s *stream) sendStatus() error {
 	s.gauges()
 	if pos != s.sent {
 		s.log.Debug("confirmed", "lsn", pos)
+		failpoint.Hit(failpoint.CDCAfterConfirm) // the update is on the wire
 	}
 	s.sent = pos
 	s.confirm(pos)

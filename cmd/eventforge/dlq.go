@@ -1,8 +1,214 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-// newDLQCmd is a placeholder until its issue lands.
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker/dlq"
+)
+
 func newDLQCmd() *cobra.Command {
-	return &cobra.Command{Use: "dlq", Short: "not built yet", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "List and replay dead letters (<topic>.dlq)",
+	}
+	cmd.AddCommand(newDLQListCmd(), newDLQReplayCmd())
+	return cmd
+}
+
+// dlqFlags are the flags both dlq commands share.
+type dlqFlags struct {
+	brokers string
+	topic   string
+}
+
+func (f *dlqFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	cmd.Flags().StringVar(&f.topic, "topic", "", "dead-letter topic, e.g. orders.dlq (required)")
+}
+
+// read returns every dead letter of the topic, oldest first per partition,
+// up to the high watermarks at the start.
+func (f *dlqFlags) read(ctx context.Context) ([]dlq.Letter, error) {
+	if f.topic == "" {
+		return nil, errors.New("no topic: set --topic, e.g. --topic orders.dlq")
+	}
+	if !strings.HasSuffix(f.topic, outbox.DLQSuffix) {
+		return nil, fmt.Errorf("topic %q is not a dead-letter topic (name ending in %s)", f.topic, outbox.DLQSuffix)
+	}
+	kc := kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-dlq"}
+	if err := kc.Validate(); err != nil {
+		return nil, err
+	}
+	sc := kc.Base()
+	sc.Metadata.AllowAutoTopicCreation = false
+	client, err := sarama.NewClient(kc.Brokers, sc)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Kafka: %w", err)
+	}
+	defer client.Close()
+	return dlq.ReadAll(ctx, client, f.topic)
+}
+
+func newDLQListCmd() *cobra.Command {
+	var f dlqFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Print the dead letters of a dead-letter topic and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			letters, err := f.read(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeLettersJSON(cmd.OutOrStdout(), letters)
+			}
+			return writeLettersTable(cmd.OutOrStdout(), letters)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per dead letter")
+	annotateEnv(cmd)
+	return cmd
+}
+
+// letterJSON is the --json form of a dead letter.
+type letterJSON struct {
+	DLQPartition      int32             `json:"dlq_partition"`
+	DLQOffset         int64             `json:"dlq_offset"`
+	Timestamp         time.Time         `json:"timestamp"`
+	EventID           string            `json:"event_id"`
+	Error             string            `json:"error"`
+	Attempts          int               `json:"attempts"`
+	OriginalTopic     string            `json:"original_topic"`
+	OriginalPartition int32             `json:"original_partition"`
+	OriginalOffset    int64             `json:"original_offset"`
+	Consumer          string            `json:"consumer"`
+	Key               string            `json:"key"`
+	Value             string            `json:"value"`
+	Headers           map[string]string `json:"headers"`
+}
+
+func writeLettersJSON(w io.Writer, letters []dlq.Letter) error {
+	enc := json.NewEncoder(w)
+	for _, l := range letters {
+		hs := make(map[string]string, len(l.Headers))
+		for _, h := range l.Headers {
+			hs[string(h.Key)] = string(h.Value)
+		}
+		err := enc.Encode(letterJSON{
+			DLQPartition: l.Partition, DLQOffset: l.Offset, Timestamp: l.Timestamp,
+			EventID: l.EventID, Error: l.Error, Attempts: l.Attempts,
+			OriginalTopic: l.OriginalTopic, OriginalPartition: l.OriginalPartition, OriginalOffset: l.OriginalOffset,
+			Consumer: l.Consumer, Key: string(l.Key), Value: string(l.Value), Headers: hs,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeLettersTable(w io.Writer, letters []dlq.Letter) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT ID\tATTEMPTS\tORIGINAL\tCONSUMER\tERROR")
+	for _, l := range letters {
+		id := l.EventID
+		if id == "" {
+			id = "(none)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s/%d@%d\t%s\t%s\n", id, l.Attempts, l.OriginalTopic, l.OriginalPartition, l.OriginalOffset, l.Consumer, oneLine(errors.New(l.Error)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d dead letters\n", len(letters))
+	return err
+}
+
+func newDLQReplayCmd() *cobra.Command {
+	var f dlqFlags
+	var eventID string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Republish dead letters to their original topic (same key, value and event id) and exit",
+		Long: `Republish dead letters to their original topic with their original key, value, timestamp and headers
+(the event id unchanged, the x-eventforge-* headers removed), partitioned by key as the relay does.
+Workers apply them again; where an event was already applied, the inbox drops it.
+An event dead-lettered several times is replayed once. Dead letters stay in the dead-letter topic.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var sel dlq.Selection
+			switch {
+			case all == (eventID != ""):
+				return errors.New("choose what to replay: --event-id ID or --all")
+			case all:
+				sel.All = true
+			default:
+				id, err := uuid.Parse(eventID)
+				if err != nil {
+					return fmt.Errorf("invalid --event-id %q: not a UUID", eventID)
+				}
+				sel.EventID = id
+			}
+			return replayDLQ(cmd.Context(), cmd.OutOrStdout(), &f, sel)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&eventID, "event-id", "", "replay the dead letters of this event id")
+	cmd.Flags().BoolVar(&all, "all", false, "replay every dead letter of the topic")
+	annotateEnv(cmd)
+	return cmd
+}
+
+func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection) error {
+	letters, err := f.read(ctx)
+	if err != nil {
+		return err
+	}
+	plan := dlq.Select(letters, sel)
+	if !sel.All && len(plan.Replay) == 0 && len(plan.Skipped) == 0 {
+		return fmt.Errorf("no dead letter of event %s in %s", sel.EventID, f.topic)
+	}
+	for _, s := range plan.Skipped {
+		fmt.Fprintf(w, "skipped %s offset %d/%d: %s\n", orNone(s.Letter.EventID), s.Letter.Partition, s.Letter.Offset, s.Reason)
+	}
+	kc := kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-dlq"}
+	sc := kc.IdempotentProducer(kafka.ProducerOptions{})
+	sc.Metadata.AllowAutoTopicCreation = false
+	producer, err := sarama.NewSyncProducer(kc.Brokers, sc)
+	if err != nil {
+		return fmt.Errorf("connect producer: %w", err)
+	}
+	done, err := dlq.Replay(producer, plan)
+	if cerr := producer.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close producer: %w", cerr)
+	}
+	for _, r := range done {
+		fmt.Fprintf(w, "replayed event %s to %s partition %d offset %d\n", r.Letter.EventID, r.Letter.OriginalTopic, r.Partition, r.Offset)
+	}
+	fmt.Fprintf(w, "%d replayed, %d skipped, %d dead letters read from %s\n", len(done), len(plan.Skipped), len(letters), f.topic)
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no event id)"
+	}
+	return s
 }

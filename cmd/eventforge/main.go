@@ -9,9 +9,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/eventforge/eventforge/internal/failpoint"
 )
 
 func main() {
+	if err := failpoint.Setup(os.Getenv(failpoint.EnvVar)); err != nil {
+		fmt.Fprintln(os.Stderr, "eventforge:", oneLine(err))
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()

@@ -1,8 +1,161 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"log/slog"
 
-// newWorkerCmd is a placeholder until its issue lands.
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/ops"
+	"github.com/eventforge/eventforge/worker"
+	"github.com/eventforge/eventforge/worker/sqlhandler"
+)
+
 func newWorkerCmd() *cobra.Command {
-	return &cobra.Command{Use: "worker", Short: "not built yet", Hidden: true}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Apply events from Kafka to PostgreSQL exactly once in effect (inbox pattern)",
+	}
+	cmd.AddCommand(newWorkerRunCmd())
+	return cmd
+}
+
+// workerRunFlags are the flags of worker run.
+type workerRunFlags struct {
+	pg          pgFlags
+	log         logFlags
+	brokers     string
+	metricsAddr string
+	handlers    string
+	cfg         worker.Config
+}
+
+func newWorkerRunCmd() *cobra.Command {
+	var f workerRunFlags
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Consume topics as a member of a consumer group and apply each event in one transaction with its inbox row",
+		Long: `Consume topics as a member of a consumer group. Each event is applied in one PostgreSQL transaction
+together with its processed_events (consumer, event_id) row; the offset is committed only after that commit,
+so a crash redelivers and the inbox drops what was already applied.
+
+Failures are retried in place (the partition waits, so per-key order holds), up to --max-attempts attempts
+and --max-retry-time, then dead-lettered to <topic>.dlq. An unreachable database is waited for without
+spending attempts. Malformed records are dead-lettered at once.
+
+Without --handlers every event is only recorded in the inbox (counted as skipped).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd.Context(), cmd, &f) },
+	}
+	fs := cmd.Flags()
+	f.pg.register(cmd)
+	f.log.register(fs)
+	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "address serving /healthz, /readyz and /metrics, e.g. :9102 (empty: none)")
+	fs.StringVar(&f.handlers, "handlers", "", "YAML file mapping event types to SQL statements (see deploy/handlers/orders.yaml)")
+	fs.StringVar(&f.cfg.Group, "group", "", "Kafka consumer group (required)")
+	fs.StringVar(&f.cfg.Consumer, "consumer", "", "consumer name in processed_events (default: the group)")
+	fs.StringSliceVar(&f.cfg.Topics, "topics", nil, "topics to consume, comma-separated (required)")
+	fs.IntVar(&f.cfg.MaxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts in all before a failing event is dead-lettered")
+	fs.DurationVar(&f.cfg.RetryBackoff, "retry-backoff", worker.DefaultRetryBackoff, "first wait between attempts; doubles each time, with jitter")
+	fs.DurationVar(&f.cfg.MaxBackoff, "max-backoff", worker.DefaultMaxBackoff, "longest wait between attempts")
+	fs.DurationVar(&f.cfg.MaxRetryTime, "max-retry-time", worker.DefaultMaxRetryTime, "longest time spent retrying one event before dead-lettering it")
+	fs.IntVar(&f.cfg.BatchSize, "batch-size", worker.DefaultBatchSize, "most messages of one partition applied in one transaction (1: one by one); a failing batch is redone one by one")
+	fs.DurationVar(&f.cfg.ApplyTimeout, "apply-timeout", worker.DefaultApplyTimeout, "longest time one transaction may take")
+	fs.DurationVar(&f.cfg.SessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "how long the group waits for a silent member before moving its partitions")
+	fs.DurationVar(&f.cfg.CommitInterval, "commit-interval", worker.DefaultCommitInterval, "how often applied offsets are committed to Kafka")
+	annotateEnv(cmd)
+	return cmd
+}
+
+func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error {
+	log, err := f.log.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if err := f.pg.validate(); err != nil {
+		return err
+	}
+	if err := f.positive(); err != nil {
+		return err
+	}
+	cfg := f.cfg
+	cfg.Kafka = kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-worker"}
+	cfg.Logger = log
+	reg := ops.NewRegistry()
+	cfg.Registerer = reg
+
+	var spec *sqlhandler.Spec
+	if f.handlers != "" {
+		if spec, err = sqlhandler.Load(f.handlers); err != nil {
+			return err
+		}
+	}
+	poolCfg, err := pgxpool.ParseConfig(f.pg.url)
+	if err != nil {
+		return fmt.Errorf("invalid PostgreSQL URL %s", f.pg.redacted())
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
+	}
+	handler, err := workerHandler(ctx, pool, spec, log)
+	if err != nil {
+		return err
+	}
+	runner, err := worker.New(cfg, pool, handler)
+	if err != nil {
+		return err
+	}
+
+	ready := &ops.Readiness{}
+	ready.Add("consumer-group", runner.Ready)
+	ready.Add("database", func(ctx context.Context) error { return pool.Ping(ctx) })
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ops.Serve(gctx, f.metricsAddr, ops.Handler(reg, ready), log) })
+	g.Go(func() error {
+		log.Info("worker starting", "group", cfg.Group, "topics", cfg.Topics, "pg", f.pg.redacted(), "handlers", f.handlers)
+		return runner.Run(gctx)
+	})
+	return g.Wait()
+}
+
+// positive rejects zero and negative numbers given to flags, which the
+// library would otherwise read as "use the default".
+func (f *workerRunFlags) positive() error {
+	for name, v := range map[string]int64{
+		"--max-attempts": int64(f.cfg.MaxAttempts), "--batch-size": int64(f.cfg.BatchSize),
+		"--retry-backoff": int64(f.cfg.RetryBackoff), "--max-backoff": int64(f.cfg.MaxBackoff),
+		"--max-retry-time": int64(f.cfg.MaxRetryTime), "--apply-timeout": int64(f.cfg.ApplyTimeout),
+		"--commit-interval": int64(f.cfg.CommitInterval), "--session-timeout": int64(f.cfg.SessionTimeout),
+	} {
+		if v <= 0 {
+			return fmt.Errorf("%s must be positive", name)
+		}
+	}
+	return nil
+}
+
+// workerHandler compiles the handlers file against the database, or records
+// events in the inbox only when there is none.
+func workerHandler(ctx context.Context, pool *pgxpool.Pool, spec *sqlhandler.Spec, log *slog.Logger) (worker.Handler, error) {
+	if spec == nil {
+		log.Warn("no --handlers file: events are recorded in the inbox without effect")
+		return worker.HandlerFunc(func(context.Context, pgx.Tx, worker.Event) error { return worker.ErrSkip }), nil
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Release()
+	return sqlhandler.New(ctx, conn.Conn().PgConn(), spec)
 }

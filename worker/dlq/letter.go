@@ -1,0 +1,182 @@
+// Package dlq owns EventForge's dead-letter records: building them from a
+// consumed record the worker gives up on, decoding them back, reading a
+// dead-letter topic from its start, and republishing dead letters to their
+// original topic.
+//
+// A dead letter keeps the original key, value, timestamp and headers and adds
+// the x-eventforge-* headers of the contract (outbox.HeaderDLQ*). It goes to
+// the original topic's name plus outbox.DLQSuffix, in the partition of the
+// original (modulo the dead-letter topic's partition count).
+package dlq
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+)
+
+// MaxErrorBytes bounds the error text carried in a dead letter's header.
+const MaxErrorBytes = 2048
+
+// headerPrefix starts every header the dead-letter path adds.
+const headerPrefix = "x-eventforge-"
+
+// Topic is the dead-letter topic of topic.
+func Topic(topic string) string { return topic + outbox.DLQSuffix }
+
+// Info is what the worker records about why it gave up on a record.
+type Info struct {
+	Error    string // the last failure
+	Attempts int    // attempts made in all
+	Consumer string // the inbox consumer name of the worker
+}
+
+// Message builds the dead letter of m. Its Partition field holds the
+// original partition for a partitioner that keeps it (see the worker).
+func Message(m *sarama.ConsumerMessage, info Info) *sarama.ProducerMessage {
+	hs := make([]sarama.RecordHeader, 0, len(m.Headers)+6)
+	for _, h := range m.Headers {
+		if h != nil && !isOwnHeader(h.Key) {
+			hs = append(hs, *h)
+		}
+	}
+	hs = append(hs,
+		header(outbox.HeaderDLQError, truncate(info.Error, MaxErrorBytes)),
+		header(outbox.HeaderDLQAttempts, strconv.Itoa(info.Attempts)),
+		header(outbox.HeaderDLQOriginalTopic, m.Topic),
+		header(outbox.HeaderDLQOriginalPartition, strconv.FormatInt(int64(m.Partition), 10)),
+		header(outbox.HeaderDLQOriginalOffset, strconv.FormatInt(m.Offset, 10)),
+		header(outbox.HeaderDLQConsumer, info.Consumer),
+	)
+	pm := &sarama.ProducerMessage{
+		Topic:     Topic(m.Topic),
+		Headers:   hs,
+		Timestamp: m.Timestamp,
+		Partition: m.Partition,
+	}
+	// A nil key stays nil: a keyless original must not gain an empty key.
+	if m.Key != nil {
+		pm.Key = sarama.ByteEncoder(m.Key)
+	}
+	if m.Value != nil {
+		pm.Value = sarama.ByteEncoder(m.Value)
+	}
+	return pm
+}
+
+// Letter is one decoded dead letter.
+type Letter struct {
+	Topic     string // the dead-letter topic
+	Partition int32  // position in the dead-letter topic
+	Offset    int64
+	Timestamp time.Time
+
+	// EventID is the event_id header of the original, as found; empty when
+	// it had none. ValidID reports whether it is a UUID.
+	EventID string
+	ValidID bool
+
+	Error             string
+	Attempts          int
+	OriginalTopic     string
+	OriginalPartition int32
+	OriginalOffset    int64
+	Consumer          string
+
+	Key, Value []byte
+	// Headers are the original's headers: the x-eventforge-* ones removed.
+	Headers []sarama.RecordHeader
+}
+
+// Decode reads a dead letter from a consumed record. Missing or unreadable
+// position headers decode as -1; Decode never fails, so a listing shows
+// every record, even a foreign one.
+func Decode(m *sarama.ConsumerMessage) Letter {
+	l := Letter{
+		Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp,
+		Key: m.Key, Value: m.Value,
+		Attempts: -1, OriginalPartition: -1, OriginalOffset: -1,
+	}
+	for _, h := range m.Headers {
+		if h == nil {
+			continue
+		}
+		v := string(h.Value)
+		switch string(h.Key) {
+		case outbox.HeaderEventID:
+			l.EventID = v
+		case outbox.HeaderDLQError:
+			l.Error = v
+		case outbox.HeaderDLQAttempts:
+			l.Attempts = int(atoi(v, 32))
+		case outbox.HeaderDLQOriginalTopic:
+			l.OriginalTopic = v
+		case outbox.HeaderDLQOriginalPartition:
+			l.OriginalPartition = int32(atoi(v, 32))
+		case outbox.HeaderDLQOriginalOffset:
+			l.OriginalOffset = atoi(v, 64)
+		case outbox.HeaderDLQConsumer:
+			l.Consumer = v
+		}
+		if !isOwnHeader(h.Key) {
+			l.Headers = append(l.Headers, *h)
+		}
+	}
+	if id, err := uuid.Parse(l.EventID); err == nil {
+		l.ValidID = true
+		l.EventID = id.String()
+	}
+	return l
+}
+
+// Republish is the record that puts l back on its original topic: the
+// original key, value, timestamp and headers (so the same event_id), without
+// the dead-letter headers. The caller's producer partitions it by key, as
+// the relay did.
+func (l Letter) Republish() *sarama.ProducerMessage {
+	pm := &sarama.ProducerMessage{
+		Topic:     l.OriginalTopic,
+		Headers:   append([]sarama.RecordHeader(nil), l.Headers...),
+		Timestamp: l.Timestamp,
+	}
+	if l.Key != nil {
+		pm.Key = sarama.ByteEncoder(l.Key)
+	}
+	if l.Value != nil {
+		pm.Value = sarama.ByteEncoder(l.Value)
+	}
+	return pm
+}
+
+func isOwnHeader(key []byte) bool { return bytes.HasPrefix(key, []byte(headerPrefix)) }
+
+func header(k, v string) sarama.RecordHeader {
+	return sarama.RecordHeader{Key: []byte(k), Value: []byte(v)}
+}
+
+func atoi(s string, bits int) int64 {
+	n, err := strconv.ParseInt(s, 10, bits)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}

@@ -1,0 +1,86 @@
+package dlq
+
+import (
+	"fmt"
+
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+)
+
+// Selection picks the dead letters to replay: one event id, or all.
+type Selection struct {
+	EventID uuid.UUID // replay the letters of this event
+	All     bool      // replay every replayable letter
+}
+
+// Plan is what a replay will do: the letters to republish (one per event
+// id, the latest) and the letters it leaves, with why.
+type Plan struct {
+	Replay  []Letter
+	Skipped []Skip
+}
+
+// Skip is a letter a replay leaves alone.
+type Skip struct {
+	Letter Letter
+	Reason string
+}
+
+// Select plans a replay of letters. An event dead-lettered several times is
+// replayed once; letters that are not events (no valid event_id, no key, no
+// original topic) are skipped, since replaying them could only fail again.
+func Select(letters []Letter, sel Selection) Plan {
+	var plan Plan
+	latest := map[string]int{} // event id → index in plan.Replay
+	for _, l := range letters {
+		if !sel.All && (!l.ValidID || l.EventID != sel.EventID.String()) {
+			continue
+		}
+		if reason := unreplayable(l); reason != "" {
+			plan.Skipped = append(plan.Skipped, Skip{Letter: l, Reason: reason})
+			continue
+		}
+		if i, ok := latest[l.EventID]; ok {
+			plan.Skipped = append(plan.Skipped, Skip{Letter: plan.Replay[i], Reason: "superseded by a later dead letter of the same event"})
+			plan.Replay[i] = l
+			continue
+		}
+		latest[l.EventID] = len(plan.Replay)
+		plan.Replay = append(plan.Replay, l)
+	}
+	return plan
+}
+
+func unreplayable(l Letter) string {
+	switch {
+	case !l.ValidID:
+		return "malformed: no valid event_id header"
+	case l.Key == nil:
+		return "malformed: no key"
+	case l.OriginalTopic == "":
+		return "no original topic header"
+	}
+	return ""
+}
+
+// Replayed is one republished letter and where it landed.
+type Replayed struct {
+	Letter    Letter
+	Partition int32
+	Offset    int64
+}
+
+// Replay republishes the planned letters in order with a synchronous
+// producer (acked before the next is sent). It stops at the first failure
+// and returns what it did so far.
+func Replay(producer sarama.SyncProducer, plan Plan) ([]Replayed, error) {
+	done := make([]Replayed, 0, len(plan.Replay))
+	for _, l := range plan.Replay {
+		p, off, err := producer.SendMessage(l.Republish())
+		if err != nil {
+			return done, fmt.Errorf("republish event %s to %s: %w", l.EventID, l.OriginalTopic, err)
+		}
+		done = append(done, Replayed{Letter: l, Partition: p, Offset: off})
+	}
+	return done, nil
+}

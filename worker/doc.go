@@ -1,0 +1,33 @@
+// Package worker applies EventForge events from Kafka to PostgreSQL exactly
+// once in effect, with the inbox pattern (CDC-RULES 17–19).
+//
+// A Runner is a member of a Kafka consumer group. For each event it opens one
+// transaction, inserts the event's row into processed_events (consumer,
+// event_id) with ON CONFLICT DO NOTHING, runs the Handler only when that row
+// is new, and commits; only then does it mark the offset, and marked offsets
+// are committed to Kafka. A crash at any point therefore delivers the event
+// again, and the inbox row makes the second delivery a counted duplicate
+// without effect. New groups start at the oldest offset.
+//
+// Each claimed partition is applied in offset order by one goroutine. With
+// Config.BatchSize > 1 a run of messages that have already arrived is applied
+// in one transaction; when it fails, the run is redone one event at a time,
+// so a poison event cannot take its neighbours with it.
+//
+// Failures are retried in place while the partition waits, so per-key order
+// holds: transient ones (serialization failures, deadlocks, a handler's
+// Transient, and anything unclassified) up to MaxAttempts attempts and
+// MaxRetryTime; an unreachable database until it answers, since dead-lettering
+// would then drain the topic. Permanent failures (Permanent, bad data, bad
+// SQL) and exhausted retries go to the dead-letter topic <topic>.dlq (package
+// dlq has the format), acked by all in-sync replicas before the original
+// offset moves. Malformed records go there at once. The worker offers no
+// retry topics: they would reorder a key's events.
+//
+// Rebalances use the eager sticky strategy: when the group rebalances each
+// claim loop finishes the transaction in flight, the session commits what
+// was marked, and the partitions move.
+//
+// Handlers are Go code (Handler, HandlerFunc) or SQL statements from a YAML
+// file (package sqlhandler).
+package worker

@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventforge/eventforge/internal/failpoint"
+)
+
+// DB begins transactions; *pgxpool.Pool and *pgx.Conn satisfy it.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Result is what applying an event did.
+type Result int
+
+// Results of applying an event.
+const (
+	Applied   Result = iota + 1 // the handler ran and its effects committed
+	Duplicate                   // the inbox already held the event: nothing ran
+	Skipped                     // recorded in the inbox without effect (ErrSkip)
+)
+
+func (r Result) String() string {
+	switch r {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case Skipped:
+		return "skipped"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
+const (
+	insertInbox      = `INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2::uuid) ON CONFLICT DO NOTHING`
+	insertInboxBatch = `INSERT INTO processed_events (consumer, event_id)
+SELECT $1, id FROM unnest($2::uuid[]) AS t(id)
+ON CONFLICT DO NOTHING RETURNING event_id::text`
+)
+
+// ApplyOnce applies ev for consumer exactly once in effect (CDC-RULES 17):
+// in one transaction it inserts the event's processed_events row, and only
+// if that row is new runs h; then it commits. A concurrent delivery of the
+// same event waits on the first one's row and then finds it: at most one
+// transaction ever runs h to commit. On error nothing is committed.
+func ApplyOnce(ctx context.Context, db DB, consumer string, h Handler, ev Event) (Result, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin transaction: %w", err)
+	}
+	defer rollback(ctx, tx)
+	tag, err := tx.Exec(ctx, insertInbox, consumer, ev.ID.String())
+	if err != nil {
+		return 0, fmt.Errorf("insert inbox row: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return Duplicate, nil // the deferred rollback ends the empty transaction
+	}
+	res, err := run(ctx, tx, h, ev)
+	if err != nil {
+		return 0, err
+	}
+	failpoint.Hit(failpoint.WorkerInsideTxBeforeCommit)
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("commit: %w", err)
+	}
+	return res, nil
+}
+
+// applyBatch applies evs (in order, usually of one partition) in a single
+// transaction: one statement inserts every inbox row, then h runs for each
+// event whose row is new, the first occurrence of an id winning. Any error
+// rolls the whole batch back.
+func applyBatch(ctx context.Context, db DB, consumer string, h Handler, evs []Event) ([]Result, error) {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID.String()
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	defer rollback(ctx, tx)
+	rows, err := tx.Query(ctx, insertInboxBatch, consumer, ids)
+	if err != nil {
+		return nil, fmt.Errorf("insert inbox rows: %w", err)
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("insert inbox rows: %w", err)
+	}
+	fresh := make(map[string]bool, len(inserted))
+	for _, id := range inserted {
+		fresh[id] = true
+	}
+	results := make([]Result, len(evs))
+	var todo []int // indexes of the events new to the inbox
+	for i := range evs {
+		if !fresh[ids[i]] {
+			results[i] = Duplicate
+			continue
+		}
+		delete(fresh, ids[i]) // a later copy in this batch is a duplicate
+		todo = append(todo, i)
+	}
+	if err := runAll(ctx, tx, h, evs, todo, results); err != nil {
+		return nil, err
+	}
+	failpoint.Hit(failpoint.WorkerInsideTxBeforeCommit)
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return results, nil
+}
+
+// runAll applies evs[i] for each i of todo, in order, and fills results.
+func runAll(ctx context.Context, tx pgx.Tx, h Handler, evs []Event, todo []int, results []Result) error {
+	if bh, ok := h.(BatchHandler); ok && len(todo) > 1 {
+		run := make([]Event, len(todo))
+		for k, i := range todo {
+			run[k] = evs[i]
+		}
+		skipped, err := bh.ApplyBatch(ctx, tx, run)
+		if err != nil {
+			return fmt.Errorf("handle batch of %d events: %w", len(run), err)
+		}
+		if len(skipped) != len(run) {
+			return fmt.Errorf("handle batch: %d results for %d events", len(skipped), len(run))
+		}
+		for k, i := range todo {
+			results[i] = Applied
+			if skipped[k] {
+				results[i] = Skipped
+			}
+		}
+		return nil
+	}
+	for _, i := range todo {
+		var err error
+		if results[i], err = run(ctx, tx, h, evs[i]); err != nil {
+			return fmt.Errorf("event %s at offset %d: %w", evs[i].ID, evs[i].Offset, err)
+		}
+	}
+	return nil
+}
+
+// run calls the handler and maps ErrSkip to Skipped.
+func run(ctx context.Context, tx pgx.Tx, h Handler, ev Event) (Result, error) {
+	err := h.Apply(ctx, tx, ev)
+	switch {
+	case err == nil:
+		return Applied, nil
+	case errors.Is(err, ErrSkip):
+		return Skipped, nil
+	default:
+		return 0, fmt.Errorf("handle %s event %s: %w", ev.EventType, ev.ID, err)
+	}
+}
+
+// rollback ends tx if it is still open; after Commit it does nothing. It
+// runs even when ctx has ended, so the connection goes back clean.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	_ = tx.Rollback(context.WithoutCancel(ctx))
+}

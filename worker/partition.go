@@ -1,0 +1,193 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/worker/dlq"
+)
+
+// errStopped reports that the session ended before the work was done; the
+// messages not marked come again, to this worker or another.
+var errStopped = errors.New("consumer group session ended")
+
+// partitionWorker applies the messages of one claimed partition in offset
+// order. One goroutine (the claim loop) owns it.
+type partitionWorker struct {
+	r         *Runner
+	topic     string
+	partition int32
+	log       *slog.Logger
+}
+
+func (r *Runner) newPartitionWorker(topic string, partition int32) *partitionWorker {
+	return &partitionWorker{r: r, topic: topic, partition: partition,
+		log: r.cfg.Logger.With("topic", topic, "partition", partition)}
+}
+
+// process handles msgs, consecutive messages of the partition, and calls
+// mark with each offset once its outcome is durable: its transaction
+// committed, or its dead letter acked. Runs of well-formed events go
+// through applyRun; malformed records are dead-lettered where they stand.
+// It returns errStopped when the session ends between transactions.
+func (p *partitionWorker) process(ctx context.Context, msgs []*sarama.ConsumerMessage, mark func(offset int64)) error {
+	evs := make([]Event, len(msgs))
+	bad := make([]error, len(msgs))
+	for i, m := range msgs {
+		evs[i], bad[i] = decode(m)
+	}
+	for i := 0; i < len(msgs); {
+		if ctx.Err() != nil {
+			return errStopped
+		}
+		if bad[i] != nil {
+			if err := p.deadLetter(ctx, msgs[i], bad[i], 1); err != nil {
+				return err
+			}
+			mark(msgs[i].Offset)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(msgs) && bad[j] == nil {
+			j++
+		}
+		if err := p.applyRun(ctx, msgs[i:j], evs[i:j], mark); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// applyRun applies well-formed events: all in one transaction when there
+// are several, and one by one (with retries and dead letters) when there is
+// one or the batch fails, so a poison event cannot take its neighbours with
+// it.
+func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerMessage, evs []Event, mark func(int64)) error {
+	if len(evs) > 1 {
+		var results []Result
+		err := p.attempt(ctx, "batch", func(ctx context.Context) (err error) {
+			results, err = applyBatch(ctx, p.r.db, p.r.cfg.Consumer, p.r.handler, evs)
+			return err
+		})
+		if err == nil {
+			if err := p.afterCommit(evs); err != nil {
+				return err
+			}
+			for _, res := range results {
+				p.r.m.count(p.topic, res.String(), 1)
+			}
+			mark(msgs[len(msgs)-1].Offset)
+			return nil
+		}
+		p.r.m.batchFallbacks.Inc()
+		p.log.Info("batch failed; applying its events one by one", "events", len(evs), "error", err)
+	}
+	for k := range evs {
+		if ctx.Err() != nil {
+			return errStopped
+		}
+		if err := p.applyOne(ctx, msgs[k], evs[k]); err != nil {
+			return err
+		}
+		mark(msgs[k].Offset)
+	}
+	return nil
+}
+
+// applyOne applies one event, retrying in place while the partition waits:
+// transient failures within the attempt and time budget, an unreachable
+// database until it answers. Permanent failures and exhausted budgets
+// dead-letter the event.
+func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessage, ev Event) error {
+	cfg := &p.r.cfg
+	start := time.Now()
+	attempts, outages := 0, 0
+	for {
+		var res Result
+		err := p.attempt(ctx, "single", func(ctx context.Context) (err error) {
+			res, err = ApplyOnce(ctx, p.r.db, cfg.Consumer, p.r.handler, ev)
+			return err
+		})
+		if err == nil {
+			if err := p.afterCommit([]Event{ev}); err != nil {
+				return err
+			}
+			p.r.m.count(p.topic, res.String(), 1)
+			return nil
+		}
+		var wait time.Duration
+		switch k := classify(err); k {
+		case kindPermanent:
+			return p.deadLetter(ctx, m, err, attempts+1)
+		case kindUnavailable:
+			outages++
+			wait = p.r.backoff.delay(outages)
+			p.log.Warn("database unavailable; partition waits", "event_id", ev.ID, "offset", ev.Offset, "retry_in", wait, "error", err)
+		default:
+			attempts++
+			wait = p.r.backoff.delay(attempts)
+			if attempts >= cfg.MaxAttempts || time.Since(start)+wait > cfg.MaxRetryTime {
+				return p.deadLetter(ctx, m, err, attempts)
+			}
+			p.log.Info("apply failed; retrying", "event_id", ev.ID, "offset", ev.Offset, "attempt", attempts, "retry_in", wait, "error", err)
+		}
+		p.r.m.retried(p.topic)
+		if !sleep(ctx, wait) {
+			return errStopped
+		}
+	}
+}
+
+// attempt runs one transaction. Its context outlives the session's: a
+// transaction in flight when the partition is revoked finishes (within
+// ApplyTimeout) rather than being cut, and its offset is then committed by
+// Cleanup.
+func (p *partitionWorker) attempt(ctx context.Context, mode string, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.r.cfg.ApplyTimeout)
+	defer cancel()
+	start := time.Now()
+	err := f(ctx)
+	p.r.m.applySeconds.WithLabelValues(mode).Observe(time.Since(start).Seconds())
+	return err
+}
+
+// deadLetter produces m's dead letter and waits for the broker's ack before
+// returning, retrying until it gets one or the session ends: only then may
+// the caller mark the original offset (CDC-RULES 19).
+func (p *partitionWorker) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error, attempts int) error {
+	if hook := p.r.cfg.hooks.beforeDeadLetter; hook != nil {
+		hook(m)
+	}
+	info := dlq.Info{Error: cause.Error(), Attempts: attempts}
+	for n := 1; ; n++ {
+		err := p.r.dl.send(m, info)
+		if err == nil {
+			break
+		}
+		wait := p.r.backoff.delay(n)
+		p.log.Error("dead letter not acked; partition waits", "offset", m.Offset, "retry_in", wait, "error", err)
+		if !sleep(ctx, wait) {
+			return errStopped
+		}
+	}
+	p.r.m.count(p.topic, resultDLQ, 1)
+	p.log.Warn("dead-lettered", "offset", m.Offset, "attempts", attempts, "dlq", dlq.Topic(m.Topic), "error", cause)
+	return nil
+}
+
+// afterCommit runs between a transaction's commit and the marking of its
+// offsets: the window a crash turns into a redelivery.
+func (p *partitionWorker) afterCommit(evs []Event) error {
+	failpoint.Hit(failpoint.WorkerAfterCommitBeforeOffset)
+	if hook := p.r.cfg.hooks.afterCommit; hook != nil {
+		return hook(evs)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package worker
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// backoff computes the waits between attempts: first, doubling per retry,
+// capped at max, with "equal jitter" (a random point in the upper half) so
+// workers that failed together do not retry together.
+type backoff struct {
+	first, max time.Duration
+	jitter     func() float64 // in [0, 1); rand.Float64 in production
+}
+
+func newBackoff(first, max time.Duration) backoff {
+	return backoff{first: first, max: max, jitter: rand.Float64}
+}
+
+// delay is the wait before retry n (n ≥ 1: the wait after the first failure).
+func (b backoff) delay(n int) time.Duration {
+	d := b.first
+	for i := 1; i < n && d < b.max; i++ {
+		d *= 2
+	}
+	d = min(d, b.max)
+	half := d / 2
+	return half + time.Duration(b.jitter()*float64(d-half))
+}
+
+// sleep waits d or until ctx ends, reporting whether it waited it out.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
