@@ -209,6 +209,9 @@ func (ps *producerSession) errors() error {
 				err = fmt.Errorf("produce event %s to %s: %w", p.id, pe.Msg.Topic, pe.Err)
 			}
 			ps.fail(err)
+			// Records still buffered must fail rather than land behind the
+			// failed one; a closed client makes every later send fail.
+			_ = ps.client.Close()
 		}
 	}
 	return nil

@@ -76,8 +76,15 @@ func (c Config) IdempotentProducer(o ProducerOptions) *sarama.Config {
 	sc.Producer.Idempotent = true
 	sc.Producer.RequiredAcks = sarama.WaitForAll
 	sc.Net.MaxOpenRequests = 1
-	sc.Producer.Retry.Max = 10
-	sc.Producer.Retry.Backoff = 200 * time.Millisecond
+	// Retriable errors (a leader moving, a broker restarting) are retried for
+	// about ten minutes (backoff capped at 1s): an error handed back while
+	// later records still go out would let them land ahead of a gap and break
+	// per-key order (CDC-RULES 14). sarama keeps a slot per retry level and
+	// partition, so the cap is a number, not infinity.
+	sc.Producer.Retry.Max = 600
+	sc.Producer.Retry.BackoffFunc = cappedBackoff(100*time.Millisecond, time.Second)
+	sc.Metadata.Retry.Max = 20
+	sc.Metadata.Retry.BackoffFunc = cappedBackoff(250*time.Millisecond, time.Second)
 	sc.Producer.Return.Successes = true
 	sc.Producer.Return.Errors = true
 	sc.Producer.Partitioner = NewJavaPartitioner
@@ -94,4 +101,15 @@ func (c Config) IdempotentProducer(o ProducerOptions) *sarama.Config {
 		sc.Producer.MaxMessageBytes = o.MaxMessageBytes
 	}
 	return sc
+}
+
+// cappedBackoff doubles from first up to most.
+func cappedBackoff(first, most time.Duration) func(retries, maxRetries int) time.Duration {
+	return func(retries, _ int) time.Duration {
+		d := first
+		for i := 0; i < retries && d < most; i++ {
+			d *= 2
+		}
+		return min(d, most)
+	}
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -66,5 +67,17 @@ func BenchmarkPartitionForKey(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		PartitionForKey(key, 12)
+	}
+}
+
+func TestCappedBackoff(t *testing.T) {
+	f := cappedBackoff(100*time.Millisecond, time.Second)
+	for retries, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second} {
+		if got := f(retries, 0); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", retries, got, want)
+		}
+	}
+	if got := f(1<<30, 0); got != time.Second {
+		t.Errorf("backoff(huge) = %v", got)
 	}
 }
