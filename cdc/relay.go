@@ -19,6 +19,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/cdc/pgoutput"
+	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/ops"
 )
 
@@ -123,7 +124,7 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 func (r *Relay) loop(ctx context.Context) error {
-	backoff := r.cfg.ReconnectMin
+	failures := 0
 	standbyLogged := false
 	for {
 		r.m.sessions.Inc()
@@ -146,7 +147,7 @@ func (r *Relay) loop(ctx context.Context) error {
 				standbyLogged = true
 			}
 			r.setState(stateStandby, nil)
-			backoff = r.cfg.ReconnectMin
+			failures = 0
 			if !sleep(ctx, r.cfg.StandbyRetry) {
 				return nil
 			}
@@ -157,29 +158,20 @@ func (r *Relay) loop(ctx context.Context) error {
 		}
 		standbyLogged = false
 		if time.Since(began) > time.Minute {
-			backoff = r.cfg.ReconnectMin
+			failures = 0
 		}
 		r.m.sessionErrors.Inc()
 		r.setState(stateReconnecting, err)
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := backoff.Jitter(backoff.Exponential(r.cfg.ReconnectMin, r.cfg.ReconnectMax, failures), rand.Float64())
 		r.log.Warn("stream session ended; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond))
 		if !sleep(ctx, wait) {
 			return nil
 		}
-		backoff = min(2*backoff, r.cfg.ReconnectMax)
+		failures++
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }
 
 // standbyError ends a session because another process reads the slot.
 type standbyError struct{ pid int32 }

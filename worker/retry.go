@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	backoffpkg "github.com/eventforge/eventforge/internal/backoff"
 )
 
 // backoff computes the waits between attempts: first, doubling per retry,
@@ -20,23 +22,8 @@ func newBackoff(first, max time.Duration) backoff {
 
 // delay is the wait before retry n (n ≥ 1: the wait after the first failure).
 func (b backoff) delay(n int) time.Duration {
-	d := b.first
-	for i := 1; i < n && d < b.max; i++ {
-		d *= 2
-	}
-	d = min(d, b.max)
-	half := d / 2
-	return half + time.Duration(b.jitter()*float64(d-half))
+	return backoffpkg.Jitter(backoffpkg.Exponential(b.first, b.max, n-1), b.jitter())
 }
 
 // sleep waits d or until ctx ends, reporting whether it waited it out.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return backoffpkg.Sleep(ctx, d) }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/backoff"
 )
 
 // DefaultVersion is the protocol version EventForge speaks. Kafka 4 removed
@@ -103,13 +105,7 @@ func (c Config) IdempotentProducer(o ProducerOptions) *sarama.Config {
 	return sc
 }
 
-// cappedBackoff doubles from first up to most.
+// cappedBackoff doubles from first up to most, as sarama's BackoffFunc.
 func cappedBackoff(first, most time.Duration) func(retries, maxRetries int) time.Duration {
-	return func(retries, _ int) time.Duration {
-		d := first
-		for i := 0; i < retries && d < most; i++ {
-			d *= 2
-		}
-		return min(d, most)
-	}
+	return func(retries, _ int) time.Duration { return backoff.Exponential(first, most, retries) }
 }

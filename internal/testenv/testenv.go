@@ -244,3 +244,16 @@ func readEnvFile(path string) (map[string]string, error) {
 	}
 	return vars, sc.Err()
 }
+
+// WaitFor polls cond every 50ms until it holds, failing the test with what
+// it waited for when timeout passes first.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
