@@ -293,24 +293,7 @@ func TestFailpointMidTransaction(t *testing.T) {
 // startFailProc starts the binary with EVENTFORGE_FAILPOINTS=spec.
 func startFailProc(t testing.TB, spec string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(testenv.Binary(t), args...), stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(cleanEnv(), failpoint.EnvVar+"="+spec)
-	p.cmd.Stderr = p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		p.err = p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("relay %d (%s) stderr:\n%s", p.cmd.Process.Pid, spec, p.stderr.String())
-		}
-	})
-	return p
+	return startProcEnv(t, []string{failpoint.EnvVar + "=" + spec}, args...)
 }
 
 // waitKilledAt waits until p dies by SIGKILL after naming point on stderr.

@@ -71,8 +71,15 @@ func relayArgs(cfg Config) []string {
 
 func startProc(t testing.TB, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, nil, args...)
+}
+
+// startProcEnv starts the binary with extra environment variables on top of
+// an environment without EVENTFORGE_ settings.
+func startProcEnv(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(testenv.Binary(t), args...), stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = cleanEnv()
+	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
