@@ -10,6 +10,7 @@ import (
 // none carries a per-event label.
 type metrics struct {
 	published     *prometheus.CounterVec // topic
+	publishedB    *prometheus.CounterVec // topic
 	publishErrors prometheus.Counter
 	confirmedLSN  prometheus.Gauge
 	commitToAck   prometheus.Histogram
@@ -38,6 +39,10 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventforge_cdc_events_published_total",
 			Help: "Outbox events the broker acknowledged, by topic.",
+		}, []string{"topic"}),
+		publishedB: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventforge_cdc_bytes_published_total",
+			Help: "Encoded size of the outbox events the broker acknowledged, by topic.",
 		}, []string{"topic"}),
 		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventforge_cdc_publish_errors_total",
@@ -118,7 +123,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.published, m.publishErrors, m.confirmedLSN, m.commitToAck, m.slotLag, m.slotRetained,
+		m.published, m.publishedB, m.publishErrors, m.confirmedLSN, m.commitToAck, m.slotLag, m.slotRetained,
 		m.receivedLSN, m.inFlightEvents, m.inFlightBytes, m.sessions, m.sessionErrors,
 		m.heartbeatsSent, m.heartbeatsSeen, m.rejected, m.ignored, m.standby, m.streaming,
 		m.transactions, m.statusUpdates, m.backpressureSec,

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/failpoint"
@@ -54,7 +55,7 @@ type producerSession struct {
 	rejected map[uuid.UUID]bool // already in outbox_rejected: skipped on replay
 	fail     func(error)
 
-	published sync.Map // topic -> prometheus counter, saves a label lookup per ack
+	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
 
 func newProducerSession(cfg *Config, lim *limits) (*producerSession, error) {
@@ -162,7 +163,7 @@ func (ps *producerSession) reject(ctx context.Context, p *pending) error {
 	}
 	ps.rejected[p.id] = true
 	ps.m.rejected.Inc()
-	ps.log.Warn("event rejected: recorded in outbox_rejected", "event_id", p.id, "lsn", p.lsn, "topic", p.msg.Topic, "reason", p.reason)
+	ps.log.Warn("event rejected: recorded in outbox_rejected", append(eventAttrs(p), "lsn", p.lsn, "topic", p.msg.Topic, "reason", p.reason)...)
 	ps.tr.Ack(p.tok)
 	return nil
 }
@@ -173,7 +174,9 @@ func (ps *producerSession) successes() error {
 		p := msg.Metadata.(*pending)
 		ps.tr.Ack(p.tok)
 		failpoint.Hit(failpoint.CDCAfterAckBeforeConfirm)
-		ps.counter(msg.Topic).Inc()
+		c := ps.counters(msg.Topic)
+		c.events.Inc()
+		c.bytes.Add(float64(p.size))
 		if !p.commit.IsZero() {
 			ps.m.commitToAck.Observe(time.Since(p.commit).Seconds())
 		}
@@ -181,16 +184,41 @@ func (ps *producerSession) successes() error {
 	return nil
 }
 
-type incer interface{ Inc() }
+// topicCounters are the published counters of one topic.
+type topicCounters struct{ events, bytes prometheus.Counter }
 
-func (ps *producerSession) counter(topic string) incer {
+func (ps *producerSession) counters(topic string) *topicCounters {
 	if c, ok := ps.published.Load(topic); ok {
-		return c.(incer)
+		return c.(*topicCounters)
 	}
-	c := ps.m.published.WithLabelValues(topic)
+	c := &topicCounters{events: ps.m.published.WithLabelValues(topic), bytes: ps.m.publishedB.WithLabelValues(topic)}
 	ps.published.Store(topic, c)
 	return c
 }
+
+// eventAttrs are the log attributes that identify p's event: its id, its
+// aggregate id (the record key) and, when the outbox row carried one, its
+// W3C traceparent.
+func eventAttrs(p *pending) []any {
+	attrs := []any{"event_id", p.id}
+	if p.msg == nil {
+		return attrs
+	}
+	if k, ok := p.msg.Key.(sarama.ByteEncoder); ok {
+		attrs = append(attrs, "aggregate_id", string(k))
+	}
+	for _, h := range p.msg.Headers {
+		if string(h.Key) == traceparentHeader {
+			attrs = append(attrs, traceparentHeader, string(h.Value))
+			break
+		}
+	}
+	return attrs
+}
+
+// traceparentHeader is the W3C trace context header; an outbox row's
+// headers column may carry it, and logs follow it end to end.
+const traceparentHeader = "traceparent"
 
 // errors drains failures: the first ends the session, since sarama moves on
 // after a failed record and later ones could land behind a gap.
@@ -207,6 +235,7 @@ func (ps *producerSession) errors() error {
 			err := fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err)
 			if p != nil {
 				err = fmt.Errorf("produce event %s to %s: %w", p.id, pe.Msg.Topic, pe.Err)
+				ps.log.Warn("publish failed; the session restarts", append(eventAttrs(p), "topic", pe.Msg.Topic, "error", pe.Err)...)
 			}
 			ps.fail(err)
 			// Records still buffered must fail rather than land behind the

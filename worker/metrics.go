@@ -2,9 +2,17 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker/dlq"
 )
 
 // metrics are the Runner's Prometheus series; no label names an event.
@@ -18,6 +26,7 @@ type metrics struct {
 	batchFallbacks prometheus.Counter
 	rebalances     prometheus.Counter
 	partitions     prometheus.Gauge
+	deadLetters    *deadLetterAges
 }
 
 // Labels of eventforge_worker_events_total's result.
@@ -28,7 +37,10 @@ const (
 	resultDLQ       = "dlq"
 )
 
-func newMetrics(reg prometheus.Registerer, consumer string) (*metrics, error) {
+// newMetrics registers the Runner's series on reg. The dlq result and the
+// dead-letter age of every consumed topic exist from the start, at 0, so
+// increase() sees a worker's first dead letter.
+func newMetrics(reg prometheus.Registerer, consumer string, topics []string) (*metrics, error) {
 	m := &metrics{
 		consumer: consumer,
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -65,11 +77,15 @@ func newMetrics(reg prometheus.Registerer, consumer string) (*metrics, error) {
 			Name: "eventforge_worker_assigned_partitions",
 			Help: "Partitions this worker holds in the current session.",
 		}),
+		deadLetters: newDeadLetterAges(topics, time.Now),
 	}
-	for _, c := range []prometheus.Collector{m.events, m.retries, m.applySeconds, m.lag, m.batchSize, m.batchFallbacks, m.rebalances, m.partitions} {
+	for _, c := range []prometheus.Collector{m.events, m.retries, m.applySeconds, m.lag, m.batchSize, m.batchFallbacks, m.rebalances, m.partitions, m.deadLetters} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register worker metrics: %w", err)
 		}
+	}
+	for _, t := range topics {
+		m.events.WithLabelValues(consumer, t, resultDLQ)
 	}
 	return m, nil
 }
@@ -86,4 +102,106 @@ func (m *metrics) setLag(topic string, partition int32, lag int64) {
 
 func (m *metrics) dropLag(topic string, partition int32) {
 	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
+}
+
+// maxPendingDeadLetters bounds the dead letters remembered per topic; beyond
+// it new ones are not remembered, which keeps the oldest (the ones the age
+// reads) and loses only the ability to clear the newest.
+const maxPendingDeadLetters = 100_000
+
+// deadLetterAges is eventforge_worker_dlq_oldest_age_seconds{topic}: per
+// dead-letter topic, the age of the oldest dead letter this worker produced
+// since it started and has not seen handled since, 0 when there is none.
+// A dead letter counts as handled when this worker later applies (or finds
+// in its inbox, or skips) an event with the same event_id from the original
+// topic — what `dlq replay` leads to. The topic itself cannot tell: it is a
+// log, and replay leaves the letters in it. What this does not see: letters
+// of another worker's partitions replayed to this one are cleared there and
+// not here, and a restart forgets every letter (the age starts again from
+// the next one). Malformed records (no event_id) stay until restart.
+type deadLetterAges struct {
+	desc   *prometheus.Desc
+	now    func() time.Time
+	topics []string // source topics, exported from the start
+
+	mu      sync.Mutex
+	pending map[string]map[string]time.Time // source topic → event key → first dead-lettered
+	n       atomic.Int64                    // entries in pending, read without the lock
+}
+
+func newDeadLetterAges(topics []string, now func() time.Time) *deadLetterAges {
+	return &deadLetterAges{
+		desc: prometheus.NewDesc("eventforge_worker_dlq_oldest_age_seconds",
+			"Age of the oldest dead letter this worker produced since it started whose event it has not applied since, per dead-letter topic; 0 when none.",
+			[]string{"topic"}, nil),
+		now:     now,
+		topics:  slices.Clone(topics),
+		pending: map[string]map[string]time.Time{},
+	}
+}
+
+// add remembers the dead letter of m, keyed by its event_id header (or its
+// position when it has none: such a letter is never replayed).
+func (d *deadLetterAges) add(m *sarama.ConsumerMessage) {
+	key := fmt.Sprintf("%d@%d", m.Partition, m.Offset)
+	for _, h := range m.Headers {
+		if h != nil && string(h.Key) == outbox.HeaderEventID {
+			key = string(h.Value)
+			break
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	byKey := d.pending[m.Topic]
+	if byKey == nil {
+		byKey = map[string]time.Time{}
+		d.pending[m.Topic] = byKey
+	}
+	if _, ok := byKey[key]; ok || len(byKey) >= maxPendingDeadLetters {
+		return
+	}
+	byKey[key] = d.now()
+	d.n.Add(1)
+}
+
+// handled forgets the dead letters of evs, events of topic that were just
+// applied, found duplicate or skipped.
+func (d *deadLetterAges) handled(topic string, evs []Event) {
+	if d.n.Load() == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	byKey := d.pending[topic]
+	for _, ev := range evs {
+		key := ev.ID.String()
+		if _, ok := byKey[key]; ok {
+			delete(byKey, key)
+			d.n.Add(-1)
+		}
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (d *deadLetterAges) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
+
+// Collect implements prometheus.Collector.
+func (d *deadLetterAges) Collect(ch chan<- prometheus.Metric) {
+	now := d.now()
+	d.mu.Lock()
+	ages := make(map[string]float64, len(d.topics)+len(d.pending))
+	for _, t := range d.topics {
+		ages[t] = 0
+	}
+	for t, byKey := range d.pending {
+		age := 0.0
+		for _, at := range byKey {
+			age = max(age, now.Sub(at).Seconds())
+		}
+		ages[t] = age
+	}
+	d.mu.Unlock()
+	for t, age := range ages {
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, age, dlq.Topic(t))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/worker/dlq"
 )
 
@@ -83,6 +84,7 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 			for _, res := range results {
 				p.r.m.count(p.topic, res.String(), 1)
 			}
+			p.r.m.deadLetters.handled(p.topic, evs)
 			mark(msgs[len(msgs)-1].Offset)
 			return nil
 		}
@@ -120,6 +122,7 @@ func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessag
 				return err
 			}
 			p.r.m.count(p.topic, res.String(), 1)
+			p.r.m.deadLetters.handled(p.topic, []Event{ev})
 			return nil
 		}
 		var wait time.Duration
@@ -129,14 +132,14 @@ func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessag
 		case kindUnavailable:
 			outages++
 			wait = p.r.backoff.delay(outages)
-			p.log.Warn("database unavailable; partition waits", "event_id", ev.ID, "offset", ev.Offset, "retry_in", wait, "error", err)
+			p.log.Warn("database unavailable; partition waits", append(messageAttrs(m), "offset", ev.Offset, "retry_in", wait, "error", err)...)
 		default:
 			attempts++
 			wait = p.r.backoff.delay(attempts)
 			if attempts >= cfg.MaxAttempts || time.Since(start)+wait > cfg.MaxRetryTime {
 				return p.deadLetter(ctx, m, err, attempts)
 			}
-			p.log.Info("apply failed; retrying", "event_id", ev.ID, "offset", ev.Offset, "attempt", attempts, "retry_in", wait, "error", err)
+			p.log.Info("apply failed; retrying", append(messageAttrs(m), "offset", ev.Offset, "attempt", attempts, "retry_in", wait, "error", err)...)
 		}
 		p.r.m.retried(p.topic)
 		if !sleep(ctx, wait) {
@@ -172,13 +175,14 @@ func (p *partitionWorker) deadLetter(ctx context.Context, m *sarama.ConsumerMess
 			break
 		}
 		wait := p.r.backoff.delay(n)
-		p.log.Error("dead letter not acked; partition waits", "offset", m.Offset, "retry_in", wait, "error", err)
+		p.log.Error("dead letter not acked; partition waits", append(messageAttrs(m), "offset", m.Offset, "retry_in", wait, "error", err)...)
 		if !sleep(ctx, wait) {
 			return errStopped
 		}
 	}
 	p.r.m.count(p.topic, resultDLQ, 1)
-	p.log.Warn("dead-lettered", "offset", m.Offset, "attempts", attempts, "dlq", dlq.Topic(m.Topic), "error", cause)
+	p.r.m.deadLetters.add(m)
+	p.log.Warn("dead-lettered", append(messageAttrs(m), "offset", m.Offset, "attempts", attempts, "dlq", dlq.Topic(m.Topic), "error", cause)...)
 	return nil
 }
 
@@ -191,3 +195,29 @@ func (p *partitionWorker) afterCommit(evs []Event) error {
 	}
 	return nil
 }
+
+// messageAttrs are the log attributes that identify m's event, read from the
+// record as found so they exist for malformed records too: event_id and
+// traceparent headers, and the key as aggregate_id. The traceparent an outbox
+// row carried follows the event into these lines.
+func messageAttrs(m *sarama.ConsumerMessage) []any {
+	attrs := make([]any, 0, 6)
+	var traceparent string
+	for _, h := range m.Headers {
+		switch {
+		case h == nil:
+		case string(h.Key) == outbox.HeaderEventID:
+			attrs = append(attrs, "event_id", string(h.Value))
+		case string(h.Key) == traceparentHeader:
+			traceparent = string(h.Value)
+		}
+	}
+	attrs = append(attrs, "aggregate_id", string(m.Key))
+	if traceparent != "" {
+		attrs = append(attrs, traceparentHeader, traceparent)
+	}
+	return attrs
+}
+
+// traceparentHeader is the W3C trace context header (see messageAttrs).
+const traceparentHeader = "traceparent"

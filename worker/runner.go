@@ -46,7 +46,7 @@ func New(cfg Config, db DB, h Handler) (*Runner, error) {
 	if db == nil || h == nil {
 		return nil, errors.New("worker needs a database and a handler")
 	}
-	m, err := newMetrics(cfg.Registerer, cfg.Consumer)
+	m, err := newMetrics(cfg.Registerer, cfg.Consumer, cfg.Topics)
 	if err != nil {
 		return nil, err
 	}

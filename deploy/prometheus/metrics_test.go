@@ -15,7 +15,8 @@ import (
 const repo = "../.."
 
 // registered finds the metric names the code registers: every
-// `Name: "eventforge_…"` of a metrics.go file.
+// `Name: "eventforge_…"` (or `NewDesc("eventforge_…"` of a custom
+// collector) of a metrics.go file.
 func registered(t *testing.T) map[string]string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(repo, "*", "metrics.go"))
@@ -24,7 +25,7 @@ func registered(t *testing.T) map[string]string {
 	}
 	more, _ := filepath.Glob(filepath.Join(repo, "internal", "*", "metrics.go"))
 	files = append(files, more...)
-	nameRE := regexp.MustCompile(`Name:\s*"(eventforge_[a-z0-9_]+)"`)
+	nameRE := regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*)"(eventforge_[a-z0-9_]+)"`)
 	out := map[string]string{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
