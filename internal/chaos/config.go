@@ -24,7 +24,10 @@ type Config struct {
 	Seed     uint64        // of the fault schedule and the load; 0 picks one
 	Report   string        // JSON report path (default StateDir/report.json)
 	Writers  int           // concurrent SQL writers, each with its own keys
-	Log      *slog.Logger
+	// NoBrokerRestarts leaves the broker out of the fault schedule: a
+	// short run on a busy machine would spend itself in one JVM restart.
+	NoBrokerRestarts bool
+	Log              *slog.Logger
 }
 
 // DefaultConfig is a two-minute run.

@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	began := time.Now()
 	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
-	runFaults(fctx, rng, svc, relays, workers, rep, log)
+	runFaults(fctx, rng, svc, relays, workers, !cfg.NoBrokerRestarts, rep, log)
 	stopFaults()
 	stopLoad()
 	lg.Wait()
@@ -220,8 +220,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// runFaults injects one fault every 2-6 seconds until ctx ends.
-func runFaults(ctx context.Context, rng *rand.Rand, svc *services, relays, workers []*member, rep *Report, log interface {
+// runFaults injects one fault every 2-6 seconds until ctx ends; without
+// brokerRestarts their share goes to PostgreSQL restarts.
+func runFaults(ctx context.Context, rng *rand.Rand, svc *services, relays, workers []*member, brokerRestarts bool, rep *Report, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
 }) {
@@ -249,7 +250,7 @@ func runFaults(ctx context.Context, rng *rand.Rand, svc *services, relays, worke
 					log.Info("fault: SIGKILL", "member", m.name)
 				}
 			}
-		case r < 88:
+		case r < 88 && brokerRestarts:
 			hard := rng.IntN(2) == 0
 			log.Info("fault: broker restart", "sigkill", hard)
 			if err := svc.restartKafka(context.WithoutCancel(ctx), hard); err != nil {
