@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # The integration tests share one PostgreSQL cluster and one broker; two
 # packages at a time keep a 2-core machine responsive.
-TEST_FLAGS ?= -race -count=1 -p 2 -timeout 12m
+TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 
 .PHONY: all build up down test vet unit fuzz demo clean chaos
 
