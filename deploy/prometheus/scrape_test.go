@@ -59,6 +59,10 @@ func TestRealPrometheusScrape(t *testing.T) {
 	})
 
 	db := connect(t, dbURL)
+	// Events committed before the relay created its slot are not in it.
+	testenv.WaitFor(t, 60*time.Second, "the relay streaming from its slot", func() bool {
+		return count(t, db, `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND active`, slot) == 1
+	})
 	const events = 20
 	writeOrders(t, db, events)
 
