@@ -59,9 +59,16 @@ func TestRealPrometheusScrape(t *testing.T) {
 	})
 
 	db := connect(t, dbURL)
-	// Events committed before the relay created its slot are not in it.
-	testenv.WaitFor(t, 60*time.Second, "the relay streaming from its slot", func() bool {
-		return count(t, db, `SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1 AND active`, slot) == 1
+	// Events committed before the new slot reached its consistent point are
+	// not in it, and creating it waits for every transaction then running in
+	// the cluster: write only once the relay streams (its /readyz is 200).
+	testenv.WaitFor(t, 120*time.Second, "the relay streaming from its slot", func() bool {
+		resp, err := http.Get("http://" + cdcAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	})
 	const events = 20
 	writeOrders(t, db, events)
