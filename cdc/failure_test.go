@@ -114,13 +114,7 @@ func TestMissingSlotWithStateIsAnError(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	db := connect(t, url)
 	mustExec(t, db, "INSERT INTO relay_state (slot_name, confirmed_lsn) VALUES ($1, '0/1234')", cfg.Slot)
-	relay, err := New(cfg, testLogger(t), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = relay.Run(ctx)
+	err := runUntilFatal(t, cfg)
 	if !errors.Is(err, ErrSlotMissing) {
 		t.Fatalf("Run = %v, want ErrSlotMissing", err)
 	}
@@ -140,13 +134,7 @@ func TestMissingPublicationIsAnError(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	db := connect(t, url)
 	mustExec(t, db, "DROP PUBLICATION eventforge_outbox")
-	relay, err := New(cfg, testLogger(t), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = relay.Run(ctx)
+	err := runUntilFatal(t, cfg)
 	if !errors.Is(err, ErrNoPublication) || !strings.Contains(err.Error(), "run eventforge migrate") {
 		t.Fatalf("Run = %v, want ErrNoPublication naming eventforge migrate", err)
 	}
@@ -201,13 +189,7 @@ func TestLostSlotIsAnError(t *testing.T) {
 		}
 		return status == "lost"
 	})
-	relay, err := New(cfg, testLogger(t), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = relay.Run(ctx)
+	err := runUntilFatal(t, cfg)
 	if !errors.Is(err, ErrSlotLost) {
 		t.Fatalf("Run = %v, want ErrSlotLost", err)
 	}
@@ -248,4 +230,17 @@ func TestStatusUpdatesBeatWalSenderTimeout(t *testing.T) {
 	if n := metricValue(t, r, "eventforge_cdc_backpressure_seconds_total"); n == 0 {
 		t.Fatal("the window never filled: the test did not exercise backpressure")
 	}
+}
+
+// runUntilFatal runs a relay that is expected to stop on its own with a
+// fatal error, and returns what Run returned (nil if it ran 30 s).
+func runUntilFatal(t *testing.T, cfg Config) error {
+	t.Helper()
+	relay, err := New(cfg, testLogger(t), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return relay.Run(ctx)
 }
