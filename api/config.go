@@ -31,10 +31,17 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxBodyBytes is the largest request body accepted (413 above).
 	MaxBodyBytes int64
+	// MaxHeaderBytes bounds the request line and headers (the http.Server
+	// answers 431 above it).
+	MaxHeaderBytes int
+
+	// Token, when set, is the bearer token every /orders request must
+	// carry. It prints as [redacted].
+	Token Token
 }
 
 // DefaultConfig returns the defaults: loopback :8080, 10 s per request, 1 MiB
-// bodies.
+// bodies, 32 KiB of headers, no token.
 func DefaultConfig() Config {
 	return Config{
 		MaxConns:          10,
@@ -46,6 +53,7 @@ func DefaultConfig() Config {
 		IdleTimeout:       60 * time.Second,
 		ShutdownTimeout:   15 * time.Second,
 		MaxBodyBytes:      1 << 20,
+		MaxHeaderBytes:    32 << 10,
 	}
 }
 
@@ -86,6 +94,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		return fmt.Errorf("invalid max body size %d: want > 0", c.MaxBodyBytes)
+	}
+	if c.MaxHeaderBytes < 1024 {
+		return fmt.Errorf("invalid max header size %d: want at least 1024", c.MaxHeaderBytes)
+	}
+	if c.Token != "" {
+		if err := c.Token.validate(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -22,6 +22,11 @@ func TestConfigValidate(t *testing.T) {
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, "shutdown timeout"},
 		{"write below request", func(c *Config) { c.WriteTimeout = c.RequestTimeout }, "must exceed"},
 		{"zero body", func(c *Config) { c.MaxBodyBytes = 0 }, "body size"},
+		{"tiny header limit", func(c *Config) { c.MaxHeaderBytes = 100 }, "max header size"},
+		{"token", func(c *Config) { c.Token = "0123456789abcdef" }, ""},
+		{"short token", func(c *Config) { c.Token = "0123456789abcde" }, "16 to 4096"},
+		{"token with space", func(c *Config) { c.Token = "0123456789 abcdef" }, "visible ASCII"},
+		{"token with newline", func(c *Config) { c.Token = "0123456789abcdef\n" }, "visible ASCII"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +48,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
-	if c.HTTPAddr != "127.0.0.1:8080" || c.MaxBodyBytes != 1<<20 {
+	if c.HTTPAddr != "127.0.0.1:8080" || c.MaxBodyBytes != 1<<20 || c.MaxHeaderBytes != 32<<10 || c.Token != "" {
 		t.Fatalf("defaults changed: %+v", c)
 	}
 }

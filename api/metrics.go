@@ -15,6 +15,9 @@ type metrics struct {
 	seconds  *prometheus.HistogramVec
 	inFlight prometheus.Gauge
 	orders   *prometheus.CounterVec
+
+	authFailures prometheus.Counter
+	panics       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,8 +39,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "eventforge_api_orders_total",
 			Help: "POST /orders outcomes: created, replayed (Idempotency-Key), duplicate, key_reused, invalid, failed.",
 		}, []string{"result"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventforge_api_auth_failures_total",
+			Help: "Requests refused with 401 for a missing or wrong bearer token.",
+		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventforge_api_panics_total",
+			Help: "Handler panics recovered into a 500 answer.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.inFlight, m.orders} {
+	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.inFlight, m.orders, m.authFailures, m.panics} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -19,7 +19,7 @@ import (
 // Limits on the fields of POST /orders.
 const (
 	maxIDLen       = 128
-	maxCustomerLen = 256 // bytes
+	maxCustomerLen = 256 // characters (code points), as JSON Schema counts
 	maxKeyLen      = 255 // Idempotency-Key
 )
 
@@ -201,8 +201,8 @@ func decodeCustomer(raw json.RawMessage, dst *string) error {
 	switch {
 	case strings.TrimSpace(s) == "":
 		return badInput("field \"customer\" must not be blank")
-	case len(s) > maxCustomerLen:
-		return badInput("field \"customer\" must be at most %d bytes", maxCustomerLen)
+	case utf8.RuneCountInString(s) > maxCustomerLen:
+		return badInput("field \"customer\" must be at most %d characters", maxCustomerLen)
 	case !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0:
 		// PostgreSQL text cannot hold NUL; other control characters are
 		// refused too so that names print cleanly.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecodeOrderAccepts(t *testing.T) {
@@ -24,6 +25,8 @@ func TestDecodeOrderAccepts(t *testing.T) {
 			orderRequest{Customer: "Zoë", Amount: 9223372036854775807, Currency: "CHF"}},
 		{"id punctuation", `{"id":"A9._:-x","customer":"c","amount":2,"currency":"JPY"}`,
 			orderRequest{ID: "A9._:-x", Customer: "c", Amount: 2, Currency: "JPY"}},
+		{"longest customer in characters", `{"customer":"` + strings.Repeat("é", maxCustomerLen) + `","amount":2,"currency":"JPY"}`,
+			orderRequest{Customer: strings.Repeat("é", maxCustomerLen), Amount: 2, Currency: "JPY"}},
 		{"longest id", `{"id":"` + strings.Repeat("a", maxIDLen) + `","customer":"c","amount":2,"currency":"JPY"}`,
 			orderRequest{ID: strings.Repeat("a", maxIDLen), Customer: "c", Amount: 2, Currency: "JPY"}},
 	}
@@ -64,6 +67,8 @@ var badOrderBodies = []struct {
 	{"customer blank", `{"customer":"  ","amount":1,"currency":"EUR"}`, `must not be blank`},
 	{"customer NUL", `{"customer":"A\u0000da","amount":1,"currency":"EUR"}`, `control characters`},
 	{"customer too long", `{"customer":"` + strings.Repeat("x", maxCustomerLen+1) + `","amount":1,"currency":"EUR"}`, `at most`},
+	{"customer too many characters", `{"customer":"` + strings.Repeat("é", maxCustomerLen+1) + `","amount":1,"currency":"EUR"}`, `at most`},
+	{"customer C1 control", `{"customer":"Ada\u0085","amount":1,"currency":"EUR"}`, `control characters`},
 	{"amount string", `{"customer":"Ada","amount":"10","currency":"EUR"}`, `"amount" must be an integer`},
 	{"amount bool", `{"customer":"Ada","amount":true,"currency":"EUR"}`, `"amount" must be an integer`},
 	{"amount fraction", `{"customer":"Ada","amount":10.5,"currency":"EUR"}`, `"amount" must be an integer`},
@@ -177,8 +182,8 @@ func TestHashIgnoresFormattingNotContent(t *testing.T) {
 }
 
 // FuzzDecodeOrder: the decoder never panics, errors are always client errors
-// with a 400 and a short message, and what it accepts is valid and survives a
-// round trip through JSON unchanged.
+// with a 400 and a short message, and what it accepts is valid, matches the
+// OpenAPI NewOrder schema and survives a round trip through JSON unchanged.
 func FuzzDecodeOrder(f *testing.F) {
 	f.Add([]byte(`{"id":"o-1","customer":"Ada","amount":1250,"currency":"EUR"}`))
 	f.Add([]byte(`{"customer":"Ada","amount":1,"currency":"USD"}`))
@@ -186,6 +191,8 @@ func FuzzDecodeOrder(f *testing.F) {
 	for _, b := range badOrderBodies {
 		f.Add([]byte(b.body))
 	}
+	doc := loadOpenAPI(f)
+	newOrderSchema := map[string]any{"$ref": "#/components/schemas/NewOrder"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		got, err := decodeOrder(body)
 		if err != nil {
@@ -196,8 +203,12 @@ func FuzzDecodeOrder(f *testing.F) {
 			return
 		}
 		if got.Amount <= 0 || !knownCurrency(got.Currency) || strings.TrimSpace(got.Customer) == "" ||
-			len(got.Customer) > maxCustomerLen || (got.ID != "" && !validID(got.ID)) {
+			utf8.RuneCountInString(got.Customer) > maxCustomerLen || (got.ID != "" && !validID(got.ID)) {
 			t.Fatalf("accepted an invalid order %+v from %q", got, body)
+		}
+		// What the decoder accepts, the published schema accepts too.
+		if v, err := decodeJSON(body); err != nil || doc.validate(newOrderSchema, v, "body") != nil {
+			t.Fatalf("decoder accepted %q, the OpenAPI schema refuses it: %v", body, doc.validate(newOrderSchema, v, "body"))
 		}
 		again, err := json.Marshal(got)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -110,6 +111,9 @@ func TestBinaryConfigErrors(t *testing.T) {
 		{"timeouts", []string{"--pg-url", okURL, "--request-timeout", "30s"}, "must exceed request timeout"},
 		{"port in use", []string{"--pg-url", okURL, "--http-addr", busy.Addr().String()}, "listen on"},
 		{"bad log level", []string{"--pg-url", okURL, "--log-level", "loud"}, "invalid --log-level"},
+		{"token and token file", []string{"--pg-url", okURL, "--api-token", password + "-0123456789", "--api-token-file", "/nope"}, "not both"},
+		{"short token", []string{"--pg-url", okURL, "--api-token", password}, "invalid API token"},
+		{"missing token file", []string{"--pg-url", okURL, "--api-token-file", "/nonexistent/token"}, "read API token file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,4 +146,77 @@ func withoutEventforgeEnv(env []string) []string {
 		}
 	}
 	return out
+}
+
+// TestBinaryBearerTokenFromFile runs `eventforge api run` with the token in
+// a file named by EVENTFORGE_API_TOKEN_FILE: /orders needs it, /healthz does
+// not, and neither the log nor --help ever shows it.
+func TestBinaryBearerTokenFromFile(t *testing.T) {
+	t.Parallel()
+	dbURL := newDatabase(t)
+	bin := testenv.Binary(t)
+	const token = "bin-Token-0123456789abcdef"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := freeAddr(t)
+	cmd := exec.Command(bin, "api", "run", "--log-level", "debug")
+	cmd.Env = append(withoutEventforgeEnv(os.Environ()), "EVENTFORGE_PG_URL="+dbURL,
+		"EVENTFORGE_HTTP_ADDR="+httpAddr, "EVENTFORGE_API_TOKEN_FILE="+tokenFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	waitReady(t, "http://"+httpAddr+"/readyz", exited)
+
+	base := "http://" + httpAddr
+	tests := []struct {
+		name, auth string
+		want       int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer " + token + "-not", http.StatusUnauthorized},
+		{"token", "Bearer " + token, http.StatusCreated},
+	}
+	for _, tt := range tests {
+		req := mustRequest(t, http.MethodPost, base+"/orders", orderBody("", "Ada", 5, "EUR"))
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		if r := do(t, req); r.status != tt.want {
+			t.Errorf("%s: %d %s, want %d", tt.name, r.status, r.body, tt.want)
+		}
+	}
+	if r := do(t, mustRequest(t, http.MethodGet, base+"/healthz", "")); r.status != http.StatusOK {
+		t.Errorf("/healthz without a token: %d", r.status)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), token) {
+		t.Errorf("the log shows the token:\n%s", stderr.String())
+	}
+
+	help := exec.Command(bin, "api", "run", "--help")
+	help.Env = append(withoutEventforgeEnv(os.Environ()), "EVENTFORGE_API_TOKEN="+token)
+	out, err := help.CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), token) || !strings.Contains(string(out), "--api-token-file") {
+		t.Errorf("--help shows the token or lacks the flags:\n%s", out)
+	}
 }

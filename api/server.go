@@ -1,6 +1,8 @@
 // Package api serves the orders HTTP API: POST /orders writes an order and its
 // order.created outbox event in one transaction, GET /orders/{id} reads it
-// back. /healthz, /readyz and /metrics are served next to it (package ops).
+// back. /healthz, /readyz and /metrics are served next to it (package ops),
+// with GET /openapi.json, the OpenAPI 3.0 document of all of them. An
+// optional bearer token guards the /orders routes.
 package api
 
 import (
@@ -10,6 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,8 +30,9 @@ type Server struct {
 	log     *slog.Logger
 	store   store
 	metrics *metrics
-	ops     http.Handler // /healthz, /readyz, /metrics
-	handler http.Handler // ops plus the API, instrumented
+	ops     http.Handler   // /healthz, /readyz, /metrics
+	mux     *http.ServeMux // every route, before instrumentation
+	handler http.Handler   // mux, instrumented, with panics recovered and a deadline
 }
 
 // New builds a Server on pool. Its metrics are registered on reg, which also
@@ -48,19 +53,67 @@ func newServer(st store, cfg Config, log *slog.Logger, reg *prometheus.Registry)
 	s := &Server{cfg: cfg, log: log, store: st, metrics: m}
 	var ready ops.Readiness
 	ready.Add("postgres", st.ready)
-	opsMux := ops.Handler(reg, &ready)
-	s.ops = opsMux
+	s.ops = ops.Handler(reg, &ready)
 
-	mux := ops.Handler(reg, &ready)
-	mux.HandleFunc("POST /orders", s.postOrder)
-	mux.HandleFunc("/orders", methodNotAllowed("POST"))
-	mux.HandleFunc("GET /orders/{id}", s.getOrder)
-	mux.HandleFunc("/orders/{id}", methodNotAllowed("GET, HEAD"))
-	mux.HandleFunc("/", notFound)
+	s.mux = ops.Handler(reg, &ready) // GET /healthz, /readyz, /metrics
+	registerRoutes(s.mux, s.routes())
 	// instrument must hand its own request to the mux, which records the
 	// matched pattern on it: nothing may copy the request in between.
-	s.handler = s.withTimeout(m.instrument(mux))
+	s.handler = s.withTimeout(m.instrument(s.recoverPanics(s.mux)))
 	return s, nil
+}
+
+// route is one "METHOD /path" pattern of the API. handler is nil for the
+// routes ops.Handler registers itself.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// routes lists every route served on --http-addr; openapi.json documents
+// exactly these (a test checks it). The /orders routes need the bearer token
+// when one is configured; health, metrics and the document stay open.
+func (s *Server) routes() []route {
+	return []route{
+		{"GET /healthz", nil},
+		{"GET /readyz", nil},
+		{"GET /metrics", nil},
+		{"GET /openapi.json", serveOpenAPI},
+		{"POST /orders", s.requireToken(s.postOrder)},
+		{"GET /orders/{id}", s.requireToken(s.getOrder)},
+	}
+}
+
+// registerRoutes adds rs to mux, a 405 with Allow for the other methods of
+// each path and a JSON 404 for everything else.
+func registerRoutes(mux *http.ServeMux, rs []route) {
+	var paths []string
+	allowed := map[string][]string{}
+	for _, r := range rs {
+		method, path, _ := strings.Cut(r.pattern, " ")
+		if r.handler != nil {
+			mux.HandleFunc(r.pattern, r.handler)
+		}
+		if _, ok := allowed[path]; !ok {
+			paths = append(paths, path)
+		}
+		allowed[path] = append(allowed[path], method)
+		if method == http.MethodGet {
+			allowed[path] = append(allowed[path], http.MethodHead) // GET patterns serve HEAD too
+		}
+	}
+	for _, p := range paths {
+		mux.HandleFunc(p, methodNotAllowed(strings.Join(allowed[p], ", ")))
+	}
+	mux.HandleFunc("/", notFound)
+}
+
+// redact hides the bearer token in text that may quote it (a panic value).
+func (s *Server) redact(text string) string {
+	if s.cfg.Token == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, string(s.cfg.Token), redacted)
 }
 
 // Handler is the whole API: orders routes, /healthz, /readyz and /metrics.
@@ -72,6 +125,33 @@ func (s *Server) withTimeout(next http.Handler) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// recoverPanics turns a handler panic into a 500 JSON answer with no details
+// and logs the panic with its stack (never the request's headers, which may
+// hold the token). A panic after the answer has started aborts the
+// connection instead.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v) // net/http's own way to abort quietly
+			}
+			s.metrics.panics.Inc()
+			s.log.Error("handler panicked", "method", r.Method, "route", r.Pattern,
+				"panic", s.redact(fmt.Sprint(v)), "stack", string(debug.Stack()))
+			if rec.wroteHeader {
+				panic(http.ErrAbortHandler)
+			}
+			writeError(w, http.StatusInternalServerError, "internal error")
+		}()
+		next.ServeHTTP(rec, r)
 	})
 }
 
@@ -124,6 +204,7 @@ func (s *Server) serveHTTP(ctx context.Context, ln net.Listener) error {
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)

@@ -49,7 +49,7 @@ type Config struct {
 	TopicPrefix            string // prepended to aggregate_type
 	TopicPartitions        int32  // for topics the relay creates
 	TopicReplicationFactor int16  // for topics the relay creates
-	CreateTopics           bool   // false: a missing topic stops the relay
+	CreateTopics           bool   // false: events to a missing topic are rejected (after a bounded wait)
 
 	MaxInFlightEvents int   // events produced but not yet acked
 	MaxInFlightBytes  int64 // their encoded size
@@ -60,8 +60,8 @@ type Config struct {
 	StatusInterval time.Duration
 
 	Compression     string        // none, gzip, snappy, lz4 or zstd
-	FlushBytes      int           // producer batch target
-	FlushFrequency  time.Duration // producer linger
+	FlushBytes      int           // producer batch target; 0: send when the connection is free
+	FlushFrequency  time.Duration // producer linger; 0: none (see kafka.ProducerOptions)
 	MaxMessageBytes int           // largest record produced; larger ones are rejected
 
 	ShutdownTimeout    time.Duration // bound on waiting for in-flight acks at shutdown
@@ -122,10 +122,6 @@ func (c Config) withDefaults() Config {
 	if c.MaxMessageBytes == 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
-	if c.FlushBytes == 0 {
-		c.FlushBytes = 1 << 20
-	}
-	setDur(&c.FlushFrequency, 5*time.Millisecond)
 	setDur(&c.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDur(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	setDur(&c.ReconnectMin, 500*time.Millisecond)
@@ -160,6 +156,10 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := c.outboxTable(); err != nil {
 		return err
+	}
+	// An invalid prefix would set every event aside.
+	if p := c.TopicPrefix; p != "" && TopicProblem(p+"x") != "" {
+		return fmt.Errorf("invalid --topic-prefix %q: %s", p, TopicProblem(p+"x"))
 	}
 	switch {
 	case c.TopicPartitions < 1:
@@ -229,7 +229,9 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 	// Topics are created by the relay with the configured partitions and
 	// replication factor, never implicitly with the broker's defaults.
 	sc.Metadata.AllowAutoTopicCreation = false
-	// Bounded buffering between the relay and the broker connections.
-	sc.ChannelBufferSize = 1024
+	// Bounded buffering between the relay and the broker connections; the
+	// in-flight window bounds what is queued in all, so deeper channels
+	// only mean fewer goroutine hand-offs per event.
+	sc.ChannelBufferSize = 4096
 	return sc, nil
 }

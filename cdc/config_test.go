@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,28 @@ func TestLimits(t *testing.T) {
 	}
 	if n := l.refusals("e2"); n != 0 {
 		t.Fatalf("refusals of another event = %d", n)
+	}
+}
+
+// TestCommitToAckBuckets checks the latency histogram can judge a 10 ms p99:
+// bounds ascend, step 0.5 ms up to 10 ms, and reach minutes.
+func TestCommitToAckBuckets(t *testing.T) {
+	b := commitToAckBuckets()
+	for i := 1; i < len(b); i++ {
+		if b[i] <= b[i-1] {
+			t.Fatalf("bucket %d (%g) not above %g", i, b[i], b[i-1])
+		}
+	}
+	for i, want := range []float64{0.0005, 0.001, 0.005, 0.0095, 0.01} {
+		found := false
+		for _, v := range b {
+			found = found || math.Abs(v-want) < 1e-9
+		}
+		if !found {
+			t.Errorf("case %d: no bucket bound at %g s", i, want)
+		}
+	}
+	if last := b[len(b)-1]; last < 300 {
+		t.Errorf("last bound %g s, want minutes", last)
 	}
 }

@@ -140,28 +140,6 @@ func TestMissingPublicationIsAnError(t *testing.T) {
 	}
 }
 
-func TestMissingTopicWithoutCreationIsAnError(t *testing.T) {
-	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	cfg := testConfig(t, url, env.Brokers)
-	cfg.CreateTopics = false
-	db := connect(t, url)
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
-	newWriter(t, db, 3).single()
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("relay still runs with a missing topic and creation disabled")
-	}
-	if !errors.Is(r.err, ErrTopicMissing) {
-		t.Fatalf("Run = %v, want ErrTopicMissing", r.err)
-	}
-	if topicExists(t, env.Brokers, cfg.TopicPrefix+"orders") {
-		t.Fatal("topic was created although creation is disabled")
-	}
-}
-
 // TestLostSlotIsAnError invalidates the slot on a private cluster
 // (max_slot_wal_keep_size exceeded): the relay stops with the recovery,
 // never streams from a recreated slot (CDC-RULES 11).

@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		commitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "eventforge_cdc_commit_to_ack_seconds",
 			Help:    "Time from the transaction's commit timestamp to the broker's ack of its event.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 1.5, 36), // 0.5ms to ~12min, ±25% resolution
+			Buckets: commitToAckBuckets(),
 		}),
 		slotLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eventforge_slot_lag_bytes",
@@ -95,7 +95,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		}),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventforge_cdc_rejected_total",
-			Help: "Events recorded in outbox_rejected instead of being produced (too large).",
+			Help: "Events recorded in outbox_rejected instead of being produced (too large, invalid topic, a row the decoder refuses).",
 		}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventforge_cdc_ignored_changes_total",
@@ -141,4 +141,12 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 	}
 	m.slotGauges = g
 	return m, nil
+}
+
+// commitToAckBuckets are 0.5 ms steps up to 10 ms, where a p99 target is
+// judged, then coarser steps up to 10 minutes (a stalled broker).
+func commitToAckBuckets() []float64 {
+	b := prometheus.LinearBuckets(0.0005, 0.0005, 20) // 0.5 ms .. 10 ms
+	return append(b, 0.0125, 0.015, 0.0175, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
+		0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120, 300, 600)
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // errLimitLowered ends a session whose producer batches larger than a topic
@@ -25,6 +27,7 @@ var errLimitLowered = errors.New("a topic accepts smaller records than the produ
 // pending is one event between the stream and the broker's ack.
 type pending struct {
 	msg    *sarama.ProducerMessage
+	rec    outbox.Record // msg's storage for an event the stream built
 	tok    ack.Token
 	size   int // sarama's encoded size of the record
 	id     uuid.UUID
@@ -53,6 +56,7 @@ type producerSession struct {
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
 	rejected map[uuid.UUID]bool // already in outbox_rejected: skipped on replay
+	suspects bool               // limits had refusals when the session began
 	fail     func(error)
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
@@ -66,7 +70,11 @@ func newProducerSession(cfg *Config, lim *limits) (*producerSession, error) {
 	}
 	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
+		err = fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
+		if kafka.Unrecoverable(err) { // wrong credentials or an untrusted broker: retrying cannot help
+			return nil, fatal(kafka.Explain(err))
+		}
+		return nil, err
 	}
 	prod, err := sarama.NewAsyncProducerFromClient(client)
 	if err != nil {
@@ -111,34 +119,49 @@ func drainAll(p sarama.AsyncProducer) {
 // stream goroutine never waits on Kafka or on these writes.
 func (ps *producerSession) feed(ctx context.Context, in <-chan *pending) error {
 	defer ps.prod.AsyncClose()
+	// Refusals are recorded only by a failing session: none appear in this one.
+	ps.suspects = ps.limits.anyRefused()
 	for {
+		var p *pending
+		ok := true
 		select {
-		case p, ok := <-in:
-			if !ok {
+		case p, ok = <-in: // while events queue, without a full select
+		default:
+			select {
+			case p, ok = <-in:
+			case <-ctx.Done():
 				return nil
 			}
-			if err := ps.handle(ctx, p); err != nil {
-				return err
-			}
-		case <-ctx.Done():
+		}
+		if !ok || ctx.Err() != nil {
 			return nil
+		}
+		if err := ps.handle(ctx, p); err != nil {
+			return err
 		}
 	}
 }
 
 func (ps *producerSession) handle(ctx context.Context, p *pending) error {
-	if ps.rejected[p.id] {
+	if ps.skipReplay(p) {
 		ps.tr.Ack(p.tok) // recorded by an earlier session
 		return nil
 	}
 	if p.reason == "" {
 		if err := ps.topics.ensure(ctx, p.msg.Topic); err != nil {
-			return err
+			if p.reason = rejection(err); p.reason == "" {
+				return err
+			}
+			return ps.reject(ctx, p)
 		}
 		if ps.limits.current() < ps.maxBytes {
 			return errLimitLowered
 		}
-		switch n := ps.limits.refusals(p.id.String()); {
+		n := 0
+		if ps.suspects {
+			n = ps.limits.refusals(p.id.String())
+		}
+		switch {
 		case p.size > ps.maxBytes:
 			p.reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (--max-message-bytes, or the smallest max.message.bytes of the relay's topics)", p.size, ps.maxBytes)
 		case n >= 2:
@@ -150,9 +173,14 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) error {
 	}
 	select {
 	case ps.prod.Input() <- p.msg:
-		failpoint.Hit(failpoint.CDCAfterProduceBeforeAck)
-	case <-ctx.Done():
+	default:
+		select {
+		case ps.prod.Input() <- p.msg:
+		case <-ctx.Done():
+			return nil
+		}
 	}
+	failpoint.Hit(failpoint.CDCAfterProduceBeforeAck)
 	return nil
 }
 
@@ -204,8 +232,10 @@ func eventAttrs(p *pending) []any {
 	if p.msg == nil {
 		return attrs
 	}
-	if k, ok := p.msg.Key.(sarama.ByteEncoder); ok {
-		attrs = append(attrs, "aggregate_id", string(k))
+	if p.msg.Key != nil {
+		if k, err := p.msg.Key.Encode(); err == nil {
+			attrs = append(attrs, "aggregate_id", string(k))
+		}
 	}
 	for _, h := range p.msg.Headers {
 		if string(h.Key) == traceparentHeader {

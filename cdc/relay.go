@@ -21,6 +21,7 @@ import (
 	"github.com/eventforge/eventforge/cdc/pgoutput"
 	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/ops"
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // Relay streams one slot to Kafka. Create it with New and call Run once.
@@ -281,8 +282,10 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
 	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, rejected
+	dec := pgoutput.NewDecoder(schema, table)
+	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
-		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: pgoutput.NewDecoder(schema, table),
+		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix),
 		tr: tr, feed: feed, interval: interval, start: start, sent: start, confirm: r.onConfirm,
 	}
 	var g errgroup.Group

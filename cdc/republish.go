@@ -18,7 +18,7 @@ import (
 // RepublishResult counts what Republish did.
 type RepublishResult struct {
 	Published int64 // acknowledged by the broker
-	Rejected  int64 // too large: recorded in outbox_rejected instead
+	Rejected  int64 // recorded in outbox_rejected instead (too large, invalid topic, bad headers)
 }
 
 // Republish produces the outbox rows created in [since, until) (until zero:
@@ -52,7 +52,8 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 		where, args = where+" AND created_at < $2", append(args, until)
 	}
 	lim := newLimits(cfg.MaxMessageBytes)
-	if err := learnTopics(ctx, &cfg, db, lim, where, args); err != nil {
+	badTopics, err := learnTopics(ctx, &cfg, db, lim, where, args)
+	if err != nil {
 		return res, err
 	}
 	sc, err := cfg.producerConfig(lim.current())
@@ -80,7 +81,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
 		}
 	}()
-	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), where, args, log)
+	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, where, args, log)
 	prod.AsyncClose()
 	wg.Wait()
 	res.Published, res.Rejected = published.Load(), rejected
@@ -94,42 +95,48 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 }
 
 // learnTopics ensures every topic of the range exists and learns its limit
-// before the producer is configured.
-func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, where string, args []any) error {
+// before the producer is configured. It returns the topics no event may go
+// to (invalid, internal or missing names), with the reason.
+func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, where string, args []any) (map[string]string, error) {
 	rows, err := db.Query(ctx, "SELECT DISTINCT aggregate_type FROM outbox WHERE "+where, args...)
 	if err != nil {
-		return fmt.Errorf("read outbox: %w", err)
+		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return fmt.Errorf("read outbox: %w", err)
+		return nil, fmt.Errorf("read outbox: %w", err)
 	}
 	if len(types) == 0 {
-		return nil
+		return nil, nil
 	}
 	sc, err := cfg.producerConfig(cfg.MaxMessageBytes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
 	if err != nil {
-		return fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
+		return nil, fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
 	}
 	defer client.Close()
 	tp, err := newTopics(cfg, client, lim)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	bad := map[string]string{}
 	for _, t := range types {
 		if err := tp.ensure(ctx, cfg.TopicPrefix+t); err != nil {
-			return err
+			if reason := rejection(err); reason != "" {
+				bad[cfg.TopicPrefix+t] = reason
+				continue
+			}
+			return nil, err
 		}
 	}
-	return nil
+	return bad, nil
 }
 
 func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
-	where string, args []any, log *slog.Logger) (int64, error) {
+	badTopics map[string]string, where string, args []any, log *slog.Logger) (int64, error) {
 	rows, err := db.Query(ctx, `SELECT event_id, aggregate_type, aggregate_id, event_type, payload::text, headers::text, created_at
 		FROM outbox WHERE `+where+` ORDER BY created_at, ctid`, args...)
 	if err != nil {
@@ -147,14 +154,14 @@ func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sa
 			return rejected, fmt.Errorf("read outbox row: %w", err)
 		}
 		e.Payload = []byte(payload)
-		hs, err := outbox.StringHeaders([]byte(headers))
-		if err != nil {
-			return rejected, fmt.Errorf("headers of event %s: %w", e.ID, err)
-		}
+		hs, herr := outbox.StringHeaders([]byte(headers))
 		e.Headers = hs
 		msg, err := outbox.Message(&e, cfg.TopicPrefix)
-		reason := ""
+		reason := badTopics[e.Topic(cfg.TopicPrefix)]
 		switch {
+		case reason != "":
+		case herr != nil: // the relay's rule too: see pgoutput.RowError
+			reason = fmt.Sprintf("column headers: %v", herr)
 		case err != nil:
 			reason = err.Error()
 		case msg.ByteSize(recordVersion) > maxBytes:

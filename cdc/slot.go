@@ -21,7 +21,9 @@ var (
 	ErrSlotMissing   = errors.New("replication slot is missing")
 	ErrSlotLost      = errors.New("replication slot was invalidated")
 	ErrSlotMismatch  = errors.New("replication slot does not fit")
-	ErrTopicMissing  = errors.New("topic does not exist")
+	// ErrTopicMissing no longer stops the relay: it is the reason of an
+	// event set aside (see topics.awaitMissing).
+	ErrTopicMissing = errors.New("topic does not exist")
 )
 
 // FatalError marks an error the relay does not retry.
@@ -67,11 +69,12 @@ func connectSQL(ctx context.Context, url string) (*pgx.Conn, error) {
 }
 
 // connectError makes errors that retrying cannot fix fatal: bad credentials,
-// a missing database, a role without the replication privilege.
+// a missing database, a role without the replication privilege, a server
+// certificate that does not verify.
 func connectError(err error) error {
 	code, _ := pgErrorCode(err)
 	switch {
-	case strings.HasPrefix(code, "28"), code == "3D000", code == "42501":
+	case strings.HasPrefix(code, "28"), code == "3D000", code == "42501", ipg.CertificateError(err):
 		return fatal(err)
 	}
 	return err

@@ -25,6 +25,12 @@ const recordVersion = 2
 // quickly even on an idle stream.
 const pollInterval = 250 * time.Millisecond
 
+// ackedStatusGap is the shortest time between status updates sent because
+// the acked watermark moved: the slot follows the acks within about this
+// (plus pollInterval when the stream is idle), at most a few updates a
+// second, instead of once per status interval.
+const ackedStatusGap = 100 * time.Millisecond
+
 // stream owns the replication connection of one session: it alone receives
 // from it and sends status updates (CDC-RULES 5).
 type stream struct {
@@ -33,6 +39,7 @@ type stream struct {
 	m        *metrics
 	conn     *pgconn.PgConn
 	dec      *pgoutput.Decoder
+	build    *outbox.Builder
 	tr       *ack.Tracker
 	feed     chan<- *pending
 	interval time.Duration
@@ -43,6 +50,7 @@ type stream struct {
 	serverEnd  pglogrepl.LSN // WAL end of the latest keepalive
 	commitTime time.Time     // of the open transaction
 	nextStatus time.Time
+	lastStatus time.Time
 	deadline   time.Time // read deadline currently set on the socket
 }
 
@@ -64,7 +72,7 @@ func (s *stream) run(stop, ctx context.Context) (err error) {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		if !time.Now().Before(s.nextStatus) {
+		if s.statusDue(time.Now()) {
 			if err := s.sendStatus(); err != nil {
 				return err
 			}
@@ -141,7 +149,7 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 	it, err := s.dec.Decode(x.WALData)
 	if err != nil {
-		return fmt.Errorf("decode pgoutput message at %s: %w", x.WALStart, err)
+		return s.setAside(ctx, err, x.WALStart) // a bad row, else the session ends
 	}
 	switch it.Kind {
 	case pgoutput.KindBegin:
@@ -162,27 +170,40 @@ func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 
 // publish registers the event with the tracker and hands it to the feeder.
 // The feed channel holds the whole in-flight window, so this never blocks.
+// e is the decoder's borrowed event: nothing here keeps it.
 func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN) error {
 	if e.CommitTime.IsZero() {
 		e.CommitTime = s.commitTime
 	}
 	p := &pending{id: e.ID, lsn: lsn, commit: e.CommitTime}
-	msg, err := outbox.Message(e, s.cfg.TopicPrefix)
-	if err != nil {
+	if err := s.build.Build(&p.rec, e); err != nil {
 		p.reason = err.Error()
-		msg = &sarama.ProducerMessage{Topic: e.Topic(s.cfg.TopicPrefix)}
+		p.rec.Msg = sarama.ProducerMessage{Topic: s.build.Topic(e)}
 	}
-	msg.Metadata = p
-	p.msg = msg
-	p.size = msg.ByteSize(recordVersion)
+	p.msg = &p.rec.Msg
+	p.msg.Metadata = p
+	p.size = p.msg.ByteSize(recordVersion)
 	p.tok = s.tr.Add(p.size)
 	select {
-	case s.feed <- p:
-		failpoint.Hit(failpoint.CDCMidTransaction)
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	case s.feed <- p: // the usual case, without a full select
+	default:
+		select {
+		case s.feed <- p:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
+	failpoint.Hit(failpoint.CDCMidTransaction)
+	return nil
+}
+
+// statusDue reports whether a status update should go out now: on
+// schedule, or early when the acked watermark moved past what was sent.
+func (s *stream) statusDue(now time.Time) bool {
+	if !now.Before(s.nextStatus) {
+		return true
+	}
+	return now.Sub(s.lastStatus) >= ackedStatusGap && s.tr.Watermark() > s.sent
 }
 
 // waitRoom waits for acks while the window is full, confirming on schedule
@@ -264,7 +285,8 @@ func (s *stream) sendStatus() error {
 	if err != nil {
 		return fmt.Errorf("send standby status update: %w", err)
 	}
-	s.nextStatus = time.Now().Add(s.interval)
+	s.lastStatus = time.Now()
+	s.nextStatus = s.lastStatus.Add(s.interval)
 	s.m.statusUpdates.Inc()
 	s.gauges()
 	if pos != s.sent {

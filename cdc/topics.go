@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,14 @@ func (l *limits) refusals(eventID string) int {
 	return l.suspects[eventID]
 }
 
+// anyRefused reports whether the broker refused any event as too large, so a
+// session without suspects skips the per-event refusals lookup.
+func (l *limits) anyRefused() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.suspects) > 0
+}
+
 // topics makes sure the topics a session writes to exist, and learns their
 // size limits.
 type topics struct {
@@ -71,6 +80,8 @@ type topics struct {
 	admin   sarama.ClusterAdmin
 	limits  *limits
 	ensured map[string]bool
+	missing map[string]bool // waited for in this session and still missing
+	wait    time.Duration   // bound on waiting for a missing topic to appear
 }
 
 func newTopics(cfg *Config, client sarama.Client, lim *limits) (*topics, error) {
@@ -80,14 +91,20 @@ func newTopics(cfg *Config, client sarama.Client, lim *limits) (*topics, error) 
 	}
 	// Closing the admin would close the shared client; the session closes
 	// the client itself.
-	return &topics{cfg: cfg, client: client, admin: admin, limits: lim, ensured: map[string]bool{}}, nil
+	return &topics{cfg: cfg, client: client, admin: admin, limits: lim,
+		ensured: map[string]bool{}, missing: map[string]bool{}, wait: missingTopicWait}, nil
 }
 
-// ensure creates topic when missing (or fails when creation is disabled) and
-// records its limit. Not safe for concurrent use.
+// ensure creates topic when missing and records its limit. A topic that no
+// event may go to (an invalid or internal name, or a missing one when
+// creation is disabled) yields a *RejectError: the event is set aside, the
+// relay goes on. Not safe for concurrent use.
 func (t *topics) ensure(ctx context.Context, topic string) error {
 	if t.ensured[topic] {
 		return nil
+	}
+	if problem := TopicProblem(topic); problem != "" {
+		return &RejectError{Reason: problem}
 	}
 	if err := t.exist(ctx, topic); err != nil {
 		return err
@@ -102,34 +119,41 @@ func (t *topics) ensure(ctx context.Context, topic string) error {
 }
 
 func (t *topics) exist(ctx context.Context, topic string) error {
-	_, err := t.client.Partitions(topic)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-		return fmt.Errorf("read partitions of topic %s: %w", topic, err)
+	found, err := t.describe(topic)
+	if err != nil || found {
+		return err
 	}
 	if !t.cfg.CreateTopics {
-		return fatalf(ErrTopicMissing, "topic %s does not exist and --create-topics is false: create it or allow creation", topic)
+		return t.awaitMissing(ctx, topic)
 	}
 	err = t.admin.CreateTopic(topic, &sarama.TopicDetail{
 		NumPartitions:     t.cfg.TopicPartitions,
 		ReplicationFactor: t.cfg.TopicReplicationFactor,
 	}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		if errors.Is(err, sarama.ErrInvalidReplicationFactor) || errors.Is(err, sarama.ErrInvalidPartitions) || errors.Is(err, sarama.ErrInvalidTopic) {
+		if errors.Is(err, sarama.ErrInvalidTopic) || errors.Is(err, sarama.ErrPolicyViolation) {
+			// The broker refuses this name (or its policy does): only
+			// this topic's events are affected.
+			return &RejectError{Reason: fmt.Sprintf("the broker refused to create topic %q: %v", topic, err)}
+		}
+		if errors.Is(err, sarama.ErrInvalidReplicationFactor) || errors.Is(err, sarama.ErrInvalidPartitions) {
 			return fatal(fmt.Errorf("create topic %s: %w", topic, err))
 		}
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	// The metadata of a new topic reaches every broker shortly after.
+	// The metadata of a new topic reaches every broker shortly after. Ask
+	// the cluster once per poll until every partition has a leader: the
+	// client's own refresh retries leaderless partitions with backoff (about
+	// 20 s), stalling the stream on the first event of every new topic.
 	for i := 0; ; i++ {
-		if err := t.client.RefreshMetadata(topic); err == nil {
-			if ps, err := t.client.Partitions(topic); err == nil && len(ps) > 0 {
-				return nil
+		if t.leadersElected(topic) {
+			if err := t.client.RefreshMetadata(topic); err == nil {
+				if ps, err := t.client.Partitions(topic); err == nil && len(ps) > 0 {
+					return nil
+				}
 			}
 		}
-		if i == 50 {
+		if i == 100 {
 			return fmt.Errorf("topic %s created but not visible in metadata", topic)
 		}
 		select {
@@ -138,6 +162,27 @@ func (t *topics) exist(ctx context.Context, topic string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// leadersElected reports whether the cluster's metadata shows topic with a
+// leader for every partition.
+func (t *topics) leadersElected(topic string) bool {
+	md, err := t.admin.DescribeTopics([]string{topic})
+	if err != nil {
+		return false
+	}
+	for _, m := range md {
+		if m.Name != topic || !errors.Is(m.Err, sarama.ErrNoError) || len(m.Partitions) == 0 {
+			continue
+		}
+		for _, p := range m.Partitions {
+			if p.Leader < 0 || !errors.Is(p.Err, sarama.ErrNoError) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (t *topics) maxMessageBytes(topic string) (int, error) {
@@ -157,4 +202,108 @@ func (t *topics) maxMessageBytes(topic string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("describe topic %s: no max.message.bytes", topic)
+}
+
+// missingTopicWait bounds how long the first event of a session that goes to
+// a missing topic waits for it to appear when creation is disabled: an
+// operator may be creating it right now.
+const missingTopicWait = 5 * time.Second
+
+// awaitMissing waits, bounded, for a topic the relay may not create; the
+// event is then set aside with ErrTopicMissing as its reason. Later events
+// of the session look once more without waiting, so a topic created since
+// is used at once.
+func (t *topics) awaitMissing(ctx context.Context, topic string) error {
+	deadline := time.Now().Add(t.wait)
+	if t.missing[topic] {
+		deadline = time.Now()
+	}
+	for {
+		found, err := t.describe(topic)
+		if err != nil {
+			return err
+		}
+		if found {
+			delete(t.missing, topic)
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			t.missing[topic] = true
+			return &RejectError{Reason: fmt.Sprintf("%s: topic %q (--create-topics is false): create it, then republish the event", ErrTopicMissing, topic)}
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// describe asks the cluster once whether topic exists. Unlike the client's
+// metadata refresh, it does not retry for a topic the broker does not know:
+// that retry loop would stall the stream for many seconds per missing topic.
+func (t *topics) describe(topic string) (bool, error) {
+	md, err := t.admin.DescribeTopics([]string{topic})
+	if err != nil {
+		return false, fmt.Errorf("describe topic %s: %w", topic, err)
+	}
+	for _, m := range md {
+		if m.Name != topic {
+			continue
+		}
+		switch {
+		case errors.Is(m.Err, sarama.ErrNoError):
+			return len(m.Partitions) > 0, nil
+		case errors.Is(m.Err, sarama.ErrUnknownTopicOrPartition):
+			return false, nil
+		case errors.Is(m.Err, sarama.ErrInvalidTopic):
+			return false, &RejectError{Reason: fmt.Sprintf("the broker calls topic %q invalid", truncateName(topic))}
+		default:
+			return false, fmt.Errorf("describe topic %s: %w", topic, m.Err)
+		}
+	}
+	return false, nil
+}
+
+// maxTopicLen is Kafka's limit on a topic name (249) less room for the
+// worker's dead-letter topic "<topic>.dlq": a longer topic could be published
+// but its dead letters could not.
+const maxTopicLen = 249 - len(".dlq")
+
+// TopicProblem says why name cannot be a topic the relay produces to, or ""
+// when it can: Kafka's rules ([a-zA-Z0-9._-], not "." or "..")
+// plus the relay's own: at most 245 characters, to leave room for ".dlq",
+// and no names starting with "__", which Kafka keeps for
+// its internal topics (__consumer_offsets, __transaction_state, …).
+func TopicProblem(name string) string {
+	switch {
+	case name == "":
+		return "empty topic name (aggregate_type is empty and there is no --topic-prefix)"
+	case name == "." || name == "..":
+		return fmt.Sprintf("topic name %q is not allowed by Kafka", name)
+	case len(name) > maxTopicLen:
+		return fmt.Sprintf("topic name of %d characters is longer than %d (Kafka's 249 less room for the .dlq dead-letter topic)", len(name), maxTopicLen)
+	case strings.HasPrefix(name, "__"):
+		return fmt.Sprintf("topic name %q starts with \"__\", which Kafka keeps for internal topics", truncateName(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			ch := fmt.Sprintf("%q", c)
+			if c < 0x20 || c >= 0x7f {
+				ch = fmt.Sprintf("byte %#02x", c)
+			}
+			return fmt.Sprintf("topic name %q has %s at byte %d: Kafka allows only ASCII letters, digits, '.', '_' and '-'", truncateName(name), ch, i)
+		}
+	}
+	return ""
+}
+
+// truncateName keeps reasons short when a hostile name is long.
+func truncateName(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
 }

@@ -20,7 +20,8 @@ const (
 	DefaultRetryBackoff   = 200 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultMaxRetryTime   = 2 * time.Minute
-	DefaultBatchSize      = 100
+	DefaultBatchSize      = 500
+	DefaultBatchBytes     = 1 << 20
 	DefaultApplyTimeout   = 30 * time.Second
 	DefaultCommitInterval = time.Second
 	DefaultSessionTimeout = 10 * time.Second
@@ -50,6 +51,9 @@ type Config struct {
 	// transaction. Batches take only what has already arrived, so they add
 	// no latency. 1 applies one by one.
 	BatchSize int
+	// BatchBytes bounds a batch by the bytes of its records' keys and
+	// values; a batch holds at least one record whatever its size.
+	BatchBytes int
 	// ApplyTimeout bounds one transaction.
 	ApplyTimeout time.Duration
 	// CommitInterval is how often marked offsets are committed to Kafka.
@@ -83,6 +87,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
 	setDefault(&c.MaxRetryTime, DefaultMaxRetryTime)
 	setDefault(&c.BatchSize, DefaultBatchSize)
+	setDefault(&c.BatchBytes, DefaultBatchBytes)
 	setDefault(&c.ApplyTimeout, DefaultApplyTimeout)
 	setDefault(&c.CommitInterval, DefaultCommitInterval)
 	setDefault(&c.SessionTimeout, DefaultSessionTimeout)
@@ -125,6 +130,7 @@ func (c Config) Validate() error {
 	errs = append(errs,
 		positive("--max-attempts", c.MaxAttempts),
 		positive("--batch-size", c.BatchSize),
+		positive("--batch-bytes", c.BatchBytes),
 		positive("--retry-backoff", c.RetryBackoff),
 		positive("max backoff", c.MaxBackoff),
 		positive("--max-retry-time", c.MaxRetryTime),

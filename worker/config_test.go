@@ -52,6 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		{"dlq topic", func(c *Config) { c.Topics = []string{"orders.dlq"} }, "dead-letter topic"},
 		{"negative attempts", func(c *Config) { c.MaxAttempts = -1 }, "--max-attempts"},
 		{"negative batch", func(c *Config) { c.BatchSize = -5 }, "--batch-size"},
+		{"negative batch bytes", func(c *Config) { c.BatchBytes = -1 }, "--batch-bytes"},
 		{"negative backoff", func(c *Config) { c.RetryBackoff = -time.Second }, "--retry-backoff"},
 		{"max below first backoff", func(c *Config) { c.RetryBackoff = time.Minute; c.MaxBackoff = time.Second }, "below --retry-backoff"},
 	}
@@ -68,20 +69,50 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestTake(t *testing.T) {
-	ch := make(chan *sarama.ConsumerMessage, 10)
-	for i := range 5 {
-		ch <- &sarama.ConsumerMessage{Offset: int64(i + 1)}
+	msg := func(offset int64, size int) *sarama.ConsumerMessage {
+		return &sarama.ConsumerMessage{Offset: offset, Key: []byte("k"), Value: make([]byte, size-1)}
 	}
-	first := &sarama.ConsumerMessage{Offset: 0}
-	if got := take(first, ch, 3); len(got) != 3 || got[0] != first || got[2].Offset != 2 {
-		t.Fatalf("take 3 = %d messages", len(got))
+	tests := []struct {
+		name      string
+		waiting   []int // sizes of the records already in the channel
+		closed    bool
+		n, bytes  int
+		want      int   // records taken, the first included
+		wantCarry int64 // offset of the record carried over; -1: none
+	}{
+		{"up to n", []int{10, 10, 10, 10, 10}, false, 3, 1000, 3, -1},
+		{"no wait for more", []int{10, 10, 10}, false, 10, 1000, 4, -1},
+		{"closed channel", nil, true, 10, 1000, 1, -1},
+		{"byte bound carries the next", []int{10, 10, 10}, false, 10, 25, 2, 2},
+		{"exactly at the byte bound", []int{10, 10}, false, 10, 30, 3, -1},
+		{"oversized first alone", []int{10}, false, 10, 5, 1, 1},
 	}
-	if got := take(first, ch, 10); len(got) != 4 { // 3 left in ch, no wait for more
-		t.Fatalf("take up to 10 = %d messages, want 4", len(got))
-	}
-	close(ch)
-	if got := take(first, ch, 10); len(got) != 1 {
-		t.Fatalf("take from closed = %d messages, want 1", len(got))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := make(chan *sarama.ConsumerMessage, 10)
+			for i, size := range tt.waiting {
+				ch <- msg(int64(i+1), size)
+			}
+			if tt.closed {
+				close(ch)
+			}
+			first := msg(0, 10)
+			got, carry := take(first, ch, tt.n, tt.bytes)
+			if len(got) != tt.want || got[0] != first {
+				t.Fatalf("took %d messages, want %d starting with the first", len(got), tt.want)
+			}
+			for i, m := range got {
+				if m.Offset != int64(i) {
+					t.Errorf("message %d has offset %d", i, m.Offset)
+				}
+			}
+			switch {
+			case tt.wantCarry < 0 && carry != nil:
+				t.Errorf("carried offset %d, want none", carry.Offset)
+			case tt.wantCarry >= 0 && (carry == nil || carry.Offset != tt.wantCarry):
+				t.Errorf("carried %v, want offset %d", carry, tt.wantCarry)
+			}
+		})
 	}
 }
 

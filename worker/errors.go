@@ -104,7 +104,8 @@ func classifySQLState(code string) kind {
 		return kindTransient
 	case "57P01", "57P02", "57P03", // admin shutdown, crash shutdown, cannot connect now
 		"53300", // too many connections
-		"25006": // read-only transaction: a standby answered during a failover
+		"25006", // read-only transaction: a standby answered during a failover
+		"42501": // insufficient privilege: an operator must grant it; the event is not at fault
 		return kindUnavailable
 	}
 	if len(code) < 2 {

@@ -33,6 +33,7 @@ func TestClassify(t *testing.T) {
 		{"unique violation", pg("23505"), kindPermanent},
 		{"invalid json", pg("22P02"), kindPermanent},
 		{"undefined table", pg("42P01"), kindPermanent},
+		{"insufficient privilege waits for a grant", pg("42501"), kindUnavailable},
 		{"admin shutdown", pg("57P01"), kindUnavailable},
 		{"starting up", pg("57P03"), kindUnavailable},
 		{"too many connections", pg("53300"), kindUnavailable},

@@ -78,7 +78,8 @@ func (h *groupHandler) Cleanup(sess sarama.ConsumerGroupSession) error {
 
 // ConsumeClaim applies one partition's messages in order until the session
 // ends or the claim closes. A message is taken with whatever else of the
-// partition has already arrived, up to BatchSize, so batching adds no wait.
+// partition has already arrived, up to BatchSize and BatchBytes, so
+// batching adds no wait.
 func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	r := h.r
 	topic, partition := claim.Topic(), claim.Partition()
@@ -94,35 +95,49 @@ func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 			if !ok {
 				return nil
 			}
-			msgs := take(m, claim.Messages(), r.cfg.BatchSize)
-			r.m.batchSize.Observe(float64(len(msgs)))
-			err := p.process(ctx, msgs, mark)
-			r.m.setLag(topic, partition, claim.HighWaterMarkOffset()-msgs[len(msgs)-1].Offset-1)
-			switch {
-			case errors.Is(err, errStopped):
-				return nil
-			case err != nil:
-				r.fail(err)
-				return err
+			// A batch cut short by BatchBytes hands the record it left
+			// over to the next one.
+			for m != nil {
+				var msgs []*sarama.ConsumerMessage
+				msgs, m = take(m, claim.Messages(), r.cfg.BatchSize, r.cfg.BatchBytes)
+				r.m.batchSize.Observe(float64(len(msgs)))
+				err := p.process(ctx, msgs, mark)
+				r.m.setLag(topic, partition, claim.HighWaterMarkOffset()-msgs[len(msgs)-1].Offset-1)
+				switch {
+				case errors.Is(err, errStopped):
+					return nil
+				case err != nil:
+					r.fail(err)
+					return err
+				}
 			}
 		}
 	}
 }
 
 // take returns first followed by the messages already waiting in ch, up to
-// n in all, without blocking.
-func take(first *sarama.ConsumerMessage, ch <-chan *sarama.ConsumerMessage, n int) []*sarama.ConsumerMessage {
-	msgs := []*sarama.ConsumerMessage{first}
+// n messages and (after the first) maxBytes of keys and values, without
+// blocking. A message that would pass maxBytes is returned as carry, to
+// begin the next batch.
+func take(first *sarama.ConsumerMessage, ch <-chan *sarama.ConsumerMessage, n, maxBytes int) (msgs []*sarama.ConsumerMessage, carry *sarama.ConsumerMessage) {
+	msgs = make([]*sarama.ConsumerMessage, 1, min(n, cap(ch)+1))
+	msgs[0] = first
+	size := recordBytes(first)
 	for len(msgs) < n {
 		select {
 		case m, ok := <-ch:
 			if !ok {
-				return msgs
+				return msgs, nil
+			}
+			if size += recordBytes(m); size > maxBytes {
+				return msgs, m
 			}
 			msgs = append(msgs, m)
 		default:
-			return msgs
+			return msgs, nil
 		}
 	}
-	return msgs
+	return msgs, nil
 }
+
+func recordBytes(m *sarama.ConsumerMessage) int { return len(m.Key) + len(m.Value) }

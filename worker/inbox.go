@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/eventforge/eventforge/internal/failpoint"
 )
@@ -38,10 +41,15 @@ func (r Result) String() string {
 }
 
 const (
-	insertInbox      = `INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2::uuid) ON CONFLICT DO NOTHING`
+	insertInbox = `INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2::uuid) ON CONFLICT DO NOTHING`
+	// insertInboxAll inserts a batch's inbox rows in one statement; it
+	// fails if any exists.
+	insertInboxAll = `INSERT INTO processed_events (consumer, event_id) SELECT $1, id FROM unnest($2::uuid[]) AS t(id)`
+	// insertInboxBatch inserts a batch's missing inbox rows in one
+	// statement and returns their ids.
 	insertInboxBatch = `INSERT INTO processed_events (consumer, event_id)
 SELECT $1, id FROM unnest($2::uuid[]) AS t(id)
-ON CONFLICT DO NOTHING RETURNING event_id::text`
+ON CONFLICT DO NOTHING RETURNING event_id`
 )
 
 // ApplyOnce applies ev for consumer exactly once in effect (CDC-RULES 17):
@@ -77,36 +85,52 @@ func ApplyOnce(ctx context.Context, db DB, consumer string, h Handler, ev Event)
 // transaction: one statement inserts every inbox row, then h runs for each
 // event whose row is new, the first occurrence of an id winning. Any error
 // rolls the whole batch back.
+//
+// The inbox rows are first inserted with a plain INSERT, cheaper for
+// PostgreSQL than ON CONFLICT; only when one of them exists already (a
+// redelivery) or repeats is the batch redone with ON CONFLICT DO NOTHING,
+// which tells the new from the known.
 func applyBatch(ctx context.Context, db DB, consumer string, h Handler, evs []Event) ([]Result, error) {
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID.String()
+	// pgtype.UUID encodes without reflection; uuid.UUID would go through
+	// driver.Valuer and text.
+	ids := make([]pgtype.UUID, len(evs))
+	for i := range evs {
+		ids[i] = pgtype.UUID{Bytes: evs[i].ID, Valid: true}
 	}
+	results, err := applyBatchTx(ctx, db, consumer, h, evs, ids, insertAllInbox)
+	if errors.Is(err, errInboxConflict) {
+		results, err = applyBatchTx(ctx, db, consumer, h, evs, ids, insertNewInbox)
+	}
+	return results, err
+}
+
+// errInboxConflict reports that a plain insert of inbox rows met a row that
+// exists.
+var errInboxConflict = errors.New("inbox row exists")
+
+// inboxInserter inserts a batch's inbox rows and returns the set of ids
+// that were new.
+type inboxInserter func(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtype.UUID) (map[uuid.UUID]struct{}, error)
+
+func applyBatchTx(ctx context.Context, db DB, consumer string, h Handler, evs []Event, ids []pgtype.UUID, insert inboxInserter) ([]Result, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	defer rollback(ctx, tx)
-	rows, err := tx.Query(ctx, insertInboxBatch, consumer, ids)
+	fresh, err := insert(ctx, tx, consumer, ids)
 	if err != nil {
-		return nil, fmt.Errorf("insert inbox rows: %w", err)
-	}
-	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("insert inbox rows: %w", err)
-	}
-	fresh := make(map[string]bool, len(inserted))
-	for _, id := range inserted {
-		fresh[id] = true
+		return nil, err
 	}
 	results := make([]Result, len(evs))
-	var todo []int // indexes of the events new to the inbox
+	todo := make([]int, 0, len(fresh)) // indexes of the events new to the inbox
 	for i := range evs {
-		if !fresh[ids[i]] {
+		id := evs[i].ID
+		if _, ok := fresh[id]; !ok {
 			results[i] = Duplicate
 			continue
 		}
-		delete(fresh, ids[i]) // a later copy in this batch is a duplicate
+		delete(fresh, id) // a later copy in this batch is a duplicate
 		todo = append(todo, i)
 	}
 	if err := runAll(ctx, tx, h, evs, todo, results); err != nil {
@@ -117,6 +141,44 @@ func applyBatch(ctx context.Context, db DB, consumer string, h Handler, evs []Ev
 		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return results, nil
+}
+
+// insertAllInbox inserts every inbox row of ids, all of them new, or fails
+// with errInboxConflict.
+func insertAllInbox(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtype.UUID) (map[uuid.UUID]struct{}, error) {
+	if _, err := tx.Exec(ctx, insertInboxAll, consumer, ids); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: a row exists or repeats
+			return nil, fmt.Errorf("%w: %w", errInboxConflict, err)
+		}
+		return nil, fmt.Errorf("insert inbox rows: %w", err)
+	}
+	fresh := make(map[uuid.UUID]struct{}, len(ids))
+	for _, id := range ids {
+		fresh[id.Bytes] = struct{}{}
+	}
+	return fresh, nil
+}
+
+// insertNewInbox inserts the inbox rows of ids that are missing.
+func insertNewInbox(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtype.UUID) (map[uuid.UUID]struct{}, error) {
+	rows, err := tx.Query(ctx, insertInboxBatch, consumer, ids)
+	if err != nil {
+		return nil, fmt.Errorf("insert inbox rows: %w", err)
+	}
+	defer rows.Close()
+	fresh := make(map[uuid.UUID]struct{}, len(ids))
+	var id [16]byte
+	for rows.Next() {
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read inbox rows: %w", err)
+		}
+		fresh[id] = struct{}{}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("insert inbox rows: %w", err)
+	}
+	return fresh, nil
 }
 
 // runAll applies evs[i] for each i of todo, in order, and fills results.

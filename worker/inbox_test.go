@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -112,38 +113,78 @@ func TestApplyOnceRollsBackOnError(t *testing.T) {
 	}
 }
 
-func TestApplyBatchDuplicatesInsideBatch(t *testing.T) {
+// TestApplyBatch: one transaction per batch, duplicates (inside the batch
+// or already in the inbox) without a second effect, and a poison event
+// rolling the whole batch back; with every handler kind.
+func TestApplyBatch(t *testing.T) {
 	f := newFixture(t, 1)
-	f.insertOrders(t, "a", "b")
-	a, b := worker.Event{Event: *f.orderEvent("a")}, worker.Event{Event: *f.orderEvent("b")}
 	ctx := context.Background()
-	if _, err := worker.ApplyOnce(ctx, f.pool, "c", counting, b); err != nil {
-		t.Fatal(err)
+	handlers := map[string]worker.Handler{"go": counting, "sql": sqlCounting(t, f), "sql-pipelined": sqlCountingPipelined(t, f)}
+	tests := []struct {
+		name      string
+		processed []int // events (by index) already applied before the batch
+		batch     []int // the batch, as indexes of events of orders o0..o3
+		missing   bool  // order o3 does not exist: event 3 is poison
+		want      []worker.Result
+	}{
+		{name: "all new", batch: []int{0, 1, 2}, want: []worker.Result{worker.Applied, worker.Applied, worker.Applied}},
+		{name: "repeated inside the batch", batch: []int{0, 1, 0, 0}, want: []worker.Result{worker.Applied, worker.Applied, worker.Duplicate, worker.Duplicate}},
+		{name: "already processed", processed: []int{1}, batch: []int{0, 1, 2}, want: []worker.Result{worker.Applied, worker.Duplicate, worker.Applied}},
+		{name: "all processed", processed: []int{0, 1}, batch: []int{1, 0, 1}, want: []worker.Result{worker.Duplicate, worker.Duplicate, worker.Duplicate}},
+		{name: "poison rolls back", batch: []int{0, 3, 1}, missing: true},
+		{name: "poison after an already processed one", processed: []int{0}, batch: []int{0, 1, 3}, missing: true},
 	}
-	got, err := worker.ApplyBatch(ctx, f.pool, "c", counting, []worker.Event{a, b, a})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []worker.Result{worker.Applied, worker.Duplicate, worker.Duplicate}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("results %v, want %v", got, want)
+	for kind, h := range handlers {
+		for _, tt := range tests {
+			t.Run(kind+"/"+tt.name, func(t *testing.T) {
+				f.exec(t, `TRUNCATE orders, processed_events`)
+				orders := []string{"o0", "o1", "o2", "o3"}
+				if tt.missing {
+					orders = orders[:3]
+				}
+				f.insertOrders(t, orders...)
+				evs := make([]worker.Event, 4)
+				for i := range evs {
+					evs[i] = worker.Event{Event: *f.orderEvent(fmt.Sprintf("o%d", i))}
+				}
+				for _, i := range tt.processed {
+					if _, err := worker.ApplyOnce(ctx, f.pool, "c", h, evs[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var batch []worker.Event
+				for _, i := range tt.batch {
+					batch = append(batch, evs[i])
+				}
+				got, err := worker.ApplyBatch(ctx, f.pool, "c", h, batch)
+				wantAmount := map[int]int{} // per event: its order's amount after the batch
+				for _, i := range tt.processed {
+					wantAmount[i] = 1
+				}
+				if tt.missing {
+					if err == nil {
+						t.Fatalf("batch with a poison event committed: %v", got)
+					}
+				} else {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+						t.Fatalf("results %v, want %v", got, tt.want)
+					}
+					for _, i := range tt.batch {
+						wantAmount[i] = 1
+					}
+				}
+				for i := range 3 {
+					if n := f.count(t, `SELECT amount FROM orders WHERE id = $1`, fmt.Sprintf("o%d", i)); n != wantAmount[i] {
+						t.Errorf("order o%d has amount %d, want %d", i, n, wantAmount[i])
+					}
+				}
+				if n := f.count(t, `SELECT count(*) FROM processed_events`); n != len(wantAmount) {
+					t.Errorf("%d inbox rows, want %d", n, len(wantAmount))
+				}
+			})
 		}
-	}
-	if n := f.count(t, `SELECT sum(amount) FROM orders`); n != 2 {
-		t.Errorf("effects %d, want 2", n)
-	}
-	// A failing event rolls the whole batch back.
-	c := worker.Event{Event: *f.orderEvent("c")}
-	f.insertOrders(t, "d")
-	d := worker.Event{Event: *f.orderEvent("d")}
-	if _, err := worker.ApplyBatch(ctx, f.pool, "c", counting, []worker.Event{d, c}); err == nil {
-		t.Fatal("batch with a missing order committed")
-	}
-	if n := f.count(t, `SELECT amount FROM orders WHERE id = 'd'`); n != 0 {
-		t.Error("rolled-back batch left an effect")
-	}
-	if n := f.count(t, `SELECT count(*) FROM processed_events WHERE event_id = $1`, d.ID); n != 0 {
-		t.Error("rolled-back batch left an inbox row")
 	}
 }

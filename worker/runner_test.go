@@ -232,9 +232,10 @@ func TestRunnerMalformed(t *testing.T) {
 
 // TestRunnerBatchPoison: a poison event in the middle of a batch is
 // dead-lettered alone; its neighbours are applied once, after one fallback.
-// Both handler kinds: Go (event by event) and SQL (pipelined batch).
+// Every handler kind: Go (event by event), SQL set-based (batch_sql) and
+// SQL pipelined (a statement per event).
 func TestRunnerBatchPoison(t *testing.T) {
-	for _, kind := range []string{"go", "sql"} {
+	for _, kind := range []string{"go", "sql", "sql-pipelined"} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t, 1)
 			var evs []*outbox.Event
@@ -251,8 +252,11 @@ func TestRunnerBatchPoison(t *testing.T) {
 			cfg := f.config()
 			cfg.BatchSize = 100
 			var h worker.Handler = counting
-			if kind == "sql" {
+			switch kind {
+			case "sql":
 				h = sqlCounting(t, f)
+			case "sql-pipelined":
+				h = sqlCountingPipelined(t, f)
 			}
 			r := start(t, cfg, f.pool, h)
 			waitFor(t, 30*time.Second, "offset 40 committed", func() bool {
@@ -317,6 +321,26 @@ func sqlCounting(t testing.TB, f *fixture) worker.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return compileSQL(t, f, spec)
+}
+
+// sqlCountingPipelined is sqlCounting without its batch_sql: each event's
+// statement is pipelined.
+func sqlCountingPipelined(t testing.TB, f *fixture) worker.Handler {
+	t.Helper()
+	spec, err := sqlhandler.Parse([]byte(countingYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, st := range spec.Handlers {
+		st.BatchSQL = ""
+		spec.Handlers[typ] = st
+	}
+	return compileSQL(t, f, spec)
+}
+
+func compileSQL(t testing.TB, f *fixture, spec *sqlhandler.Spec) worker.Handler {
+	t.Helper()
 	conn, err := f.pool.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -335,4 +359,7 @@ handlers:
   order.created:
     sql: UPDATE orders SET status = 'processed', amount = amount + 1, updated_at = now() WHERE id = $1
     expect_rows: 1
+    batch_sql: >
+      UPDATE orders o SET status = 'processed', amount = amount + 1, updated_at = now()
+      FROM unnest($1::text[]) AS e(id) WHERE o.id = e.id
 `

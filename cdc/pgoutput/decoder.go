@@ -82,6 +82,9 @@ type Decoder struct {
 	commitTime time.Time
 
 	vals [numFields]value // scratch for the row being decoded
+
+	borrow  bool         // see BorrowEvents
+	scratch outbox.Event // the borrowed event
 }
 
 // NewDecoder returns a decoder that produces events for INSERTs into
@@ -95,6 +98,13 @@ func NewDecoder(schema, table string) *Decoder {
 	}
 }
 
+// BorrowEvents makes Decode return the same Event every time, with a
+// Payload that aliases the message buffer: both are valid only until the
+// next Decode or until the caller reuses the buffer. It is for a caller that
+// copies what it keeps at once (the relay builds the Kafka record before it
+// receives again), and saves two allocations and a copy per event.
+func (d *Decoder) BorrowEvents() { d.borrow = true }
+
 // Reset forgets cached relations and any open transaction. Call it on every
 // reconnect (CDC-RULES 8): the server sends Relation messages again.
 func (d *Decoder) Reset() {
@@ -103,8 +113,9 @@ func (d *Decoder) Reset() {
 	d.xid, d.finalLSN, d.commitTime = 0, 0, time.Time{}
 }
 
-// Decode decodes one message, the WALData of an XLogData. The returned Item
-// does not alias walData: the caller may reuse the buffer.
+// Decode decodes one message, the WALData of an XLogData. Unless
+// BorrowEvents was called, the returned Item does not alias walData: the
+// caller may reuse the buffer.
 func (d *Decoder) Decode(walData []byte) (Item, error) {
 	if len(walData) == 0 {
 		return Item{}, malformed("empty message")

@@ -29,7 +29,10 @@ type RowError struct {
 	Relation string    // schema.table
 	Column   string    // the offending column
 	EventID  uuid.UUID // the row's event_id when it could be read, else uuid.Nil
-	Reason   string
+	// AggregateType is the row's aggregate_type when it could be read, so
+	// the relay can name the topic the event was meant for.
+	AggregateType string
+	Reason        string
 }
 
 func (e *RowError) Error() string {

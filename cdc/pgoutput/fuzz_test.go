@@ -35,6 +35,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(joinMsgs(rel, begin, insertMsg(testRel, row(nil)...), logicalMsg(true, 9, HeartbeatPrefix, "x"),
 		truncateMsg(testRel), commitMsg(0x1000, 0x1030, 1)))
 	f.Add(joinMsgs(rel, begin, insertMsg(testRel, row(map[int]col{4: toast, 5: null})...)))
+	for _, set := range hostileRows { // hostile_fuzz_test.go
+		f.Add(joinMsgs(rel, begin, insertMsg(testRel, row(set)...), commitMsg(0x1000, 0x1030, 1)))
+	}
 
 	f.Fuzz(func(t *testing.T, in []byte) {
 		d := NewDecoder("public", "outbox")

@@ -60,21 +60,28 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 	id, err := uuid.ParseBytes(vals[fieldEventID].data)
 	if err != nil {
 		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldEventID],
-			Reason: fmt.Sprintf("%q is not a UUID", vals[fieldEventID].data)}
+			AggregateType: string(vals[fieldAggregateType].data),
+			Reason:        fmt.Sprintf("%q is not a UUID", truncate(vals[fieldEventID].data))}
 	}
 	headers, err := d.headers(vals[fieldHeaders])
 	if err != nil {
-		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldHeaders], EventID: id, Reason: err.Error()}
+		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldHeaders], EventID: id,
+			AggregateType: string(vals[fieldAggregateType].data), Reason: err.Error()}
 	}
-	return &outbox.Event{
+	e, payload := &d.scratch, vals[fieldPayload].data
+	if !d.borrow {
+		e, payload = new(outbox.Event), bytes.Clone(payload)
+	}
+	*e = outbox.Event{
 		ID:            id,
 		AggregateType: d.intern(vals[fieldAggregateType].data),
 		AggregateID:   string(vals[fieldAggregateID].data),
 		EventType:     d.intern(vals[fieldEventType].data),
-		Payload:       bytes.Clone(vals[fieldPayload].data),
+		Payload:       payload,
 		Headers:       headers,
 		CommitTime:    d.commitTime,
-	}, nil
+	}
+	return e, nil
 }
 
 // checkRequired rejects a row whose required columns are absent, NULL,
@@ -82,7 +89,11 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 	var id uuid.UUID
 	if v := vals[fieldEventID]; v.kind == tupleText {
-		id, _ = uuid.ParseBytes(v.data) // for the error only
+		// For the error only. On failure ParseBytes returns a partly
+		// filled UUID, which would name an event that does not exist.
+		if parsed, err := uuid.ParseBytes(v.data); err == nil {
+			id = parsed
+		}
 	}
 	for f := fieldEventID; f < numFields; f++ {
 		reason := ""
@@ -104,7 +115,11 @@ func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 		case tupleBinary:
 			reason = "value is in binary format"
 		}
-		return &RowError{Relation: rel.name, Column: columnNames[f], EventID: id, Reason: reason}
+		re := &RowError{Relation: rel.name, Column: columnNames[f], EventID: id, Reason: reason}
+		if v := vals[fieldAggregateType]; v.kind == tupleText {
+			re.AggregateType = string(v.data)
+		}
+		return re
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventforge/eventforge/api"
+	"github.com/eventforge/eventforge/internal/privileges"
 )
 
 func newAPICmd() *cobra.Command {
@@ -18,9 +19,11 @@ func newAPICmd() *cobra.Command {
 
 func newAPIRunCmd() *cobra.Command {
 	var (
-		pg  pgFlags
-		lf  logFlags
-		cfg = api.DefaultConfig()
+		pg        pgFlags
+		lf        logFlags
+		cfg       = api.DefaultConfig()
+		token     string
+		tokenFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -31,7 +34,8 @@ POST /orders takes {"id"?: string, "customer": string, "amount": integer > 0, "c
 and writes the orders row and its order.created outbox event in one transaction (201 {"id","status","event_id"}).
 An Idempotency-Key header makes a retry return the first answer. GET /orders/{id} reads an order back.
 /healthz, /readyz (database reachable and migrated) and /metrics are served on --http-addr, and on
---metrics-addr too when it is set.`,
+--metrics-addr too when it is set, with GET /openapi.json (the OpenAPI 3.0 document).
+With --api-token or --api-token-file the /orders routes need "Authorization: Bearer <token>".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := pg.validate(); err != nil {
@@ -42,7 +46,17 @@ An Idempotency-Key header makes a retry return the first answer. GET /orders/{id
 				return err
 			}
 			cfg.PGURL = pg.url
-			return api.Run(cmd.Context(), cfg, log)
+			if cfg.Token, err = api.ResolveToken(token, tokenFile); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil { // before connecting anywhere
+				return err
+			}
+			guard, err := privileges.API().Verify(cmd.Context(), pg.url, log)
+			if err != nil {
+				return err
+			}
+			return guard.Explain(api.Run(cmd.Context(), cfg, log))
 		},
 	}
 	pg.register(cmd)
@@ -54,6 +68,14 @@ An Idempotency-Key header makes a retry return the first answer. GET /orders/{id
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "deadline of each request's work")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "HTTP server write timeout; must exceed --request-timeout")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "time in-flight requests get to finish after SIGTERM")
+	fs.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time a client gets to send the request line and headers")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", cfg.ReadTimeout, "time a client gets to send the whole request, body included")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "time an idle keep-alive connection stays open")
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
+	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request line and headers accepted (431 above)")
+	// The token's default is empty on purpose: --help must never show one.
+	fs.StringVar(&token, "api-token", "", "bearer token the /orders routes require (empty: none); prefer --api-token-file")
+	fs.StringVar(&tokenFile, "api-token-file", "", "file holding the bearer token the /orders routes require")
 	annotateEnv(cmd)
 	return cmd
 }

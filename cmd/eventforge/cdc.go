@@ -11,6 +11,7 @@ import (
 	"github.com/eventforge/eventforge/cdc"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/ops"
+	"github.com/eventforge/eventforge/internal/privileges"
 )
 
 func newCDCCmd() *cobra.Command {
@@ -26,7 +27,7 @@ func newCDCCmd() *cobra.Command {
 // relayFlags are the flags `cdc run` and `outbox republish` share.
 type relayFlags struct {
 	pg              pgFlags
-	brokers         string
+	kafka           kafkaFlags
 	topicPrefix     string
 	partitions      int32
 	replication     int16
@@ -38,11 +39,11 @@ type relayFlags struct {
 func (f *relayFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	f.pg.register(cmd)
-	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	f.kafka.register(cmd)
 	fs.StringVar(&f.topicPrefix, "topic-prefix", "", "prefix of every topic name (topic = prefix + aggregate_type)")
 	fs.Int32Var(&f.partitions, "topic-partitions", cdc.DefaultTopicPartitions, "partitions of topics the relay creates")
 	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates")
-	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false a missing topic stops the relay")
+	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false events to a missing topic go to outbox_rejected")
 	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
 }
@@ -53,7 +54,11 @@ func (f *relayFlags) config() (cdc.Config, error) {
 	}
 	cfg := cdc.DefaultConfig()
 	cfg.PGURL = f.pg.url
-	cfg.Kafka = kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-cdc"}
+	kc, err := f.kafka.config("eventforge-cdc")
+	if err != nil {
+		return cdc.Config{}, err
+	}
+	cfg.Kafka = kc
 	cfg.TopicPrefix = f.topicPrefix
 	cfg.TopicPartitions = f.partitions
 	cfg.TopicReplicationFactor = f.replication
@@ -75,6 +80,7 @@ func newCDCRunCmd() *cobra.Command {
 		statusInterval    time.Duration
 		shutdownTimeout   time.Duration
 		metricsAddr       string
+		pprofOn           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -105,6 +111,10 @@ same slot waits as a standby and takes over when the first one stops.`,
 			if err != nil {
 				return err
 			}
+			guard, err := privileges.Relay(cfg.HeartbeatInterval > 0).Verify(cmd.Context(), cfg.PGURL, log)
+			if err != nil {
+				return err
+			}
 			g, ctx := errgroup.WithContext(cmd.Context())
 			srvCtx, stopServer := context.WithCancel(ctx)
 			g.Go(func() error {
@@ -112,12 +122,12 @@ same slot waits as a standby and takes over when the first one stops.`,
 				return relay.Run(ctx)
 			})
 			g.Go(func() error {
-				if err := ops.Serve(srvCtx, metricsAddr, ops.Handler(reg, ready), log); err != nil {
+				if err := ops.Serve(srvCtx, metricsAddr, ops.Handler(reg, ready, pprofOption(pprofOn)...), log); err != nil {
 					return fmt.Errorf("serve metrics on %s: %w", metricsAddr, err)
 				}
 				return nil
 			})
-			return g.Wait()
+			return kafka.Explain(guard.Explain(g.Wait()))
 		},
 	}
 	rf.register(cmd)
@@ -132,6 +142,7 @@ same slot waits as a standby and takes over when the first one stops.`,
 	fs.DurationVar(&statusInterval, "status-interval", 0, "longest time between status updates to the server; 0 means min(10s, wal_sender_timeout/2)")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", cdc.DefaultShutdownTimeout, "how long a shutdown waits for in-flight events to be acknowledged")
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
+	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
 	annotateEnv(cmd)
 	return cmd
 }

@@ -30,12 +30,12 @@ func newDLQCmd() *cobra.Command {
 
 // dlqFlags are the flags both dlq commands share.
 type dlqFlags struct {
-	brokers string
-	topic   string
+	kafka kafkaFlags
+	topic string
 }
 
 func (f *dlqFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	f.kafka.register(cmd)
 	cmd.Flags().StringVar(&f.topic, "topic", "", "dead-letter topic, e.g. orders.dlq (required)")
 }
 
@@ -48,7 +48,10 @@ func (f *dlqFlags) read(ctx context.Context) ([]dlq.Letter, error) {
 	if !strings.HasSuffix(f.topic, outbox.DLQSuffix) {
 		return nil, fmt.Errorf("topic %q is not a dead-letter topic (name ending in %s)", f.topic, outbox.DLQSuffix)
 	}
-	kc := kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-dlq"}
+	kc, err := f.kafka.config("eventforge-dlq")
+	if err != nil {
+		return nil, err
+	}
 	if err := kc.Validate(); err != nil {
 		return nil, err
 	}
@@ -56,7 +59,7 @@ func (f *dlqFlags) read(ctx context.Context) ([]dlq.Letter, error) {
 	sc.Metadata.AllowAutoTopicCreation = false
 	client, err := sarama.NewClient(kc.Brokers, sc)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Kafka: %w", err)
+		return nil, kafka.Explain(fmt.Errorf("connect to Kafka: %w", err))
 	}
 	defer client.Close()
 	return dlq.ReadAll(ctx, client, f.topic)
@@ -188,12 +191,15 @@ func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection)
 	for _, s := range plan.Skipped {
 		fmt.Fprintf(w, "skipped %s offset %d/%d: %s\n", orNone(s.Letter.EventID), s.Letter.Partition, s.Letter.Offset, s.Reason)
 	}
-	kc := kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-dlq"}
+	kc, err := f.kafka.config("eventforge-dlq")
+	if err != nil {
+		return err
+	}
 	sc := kc.IdempotentProducer(kafka.ProducerOptions{})
 	sc.Metadata.AllowAutoTopicCreation = false
 	producer, err := sarama.NewSyncProducer(kc.Brokers, sc)
 	if err != nil {
-		return fmt.Errorf("connect producer: %w", err)
+		return kafka.Explain(fmt.Errorf("connect producer: %w", err))
 	}
 	done, err := dlq.Replay(producer, plan)
 	if cerr := producer.Close(); err == nil && cerr != nil {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/pgconn"
 )
 
@@ -12,7 +14,7 @@ import (
 type pgFlags struct{ url string }
 
 func (p *pgFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&p.url, "pg-url", "", "PostgreSQL connection URL, e.g. postgres://user@host:5432/db?sslmode=disable")
+	cmd.Flags().StringVar(&p.url, "pg-url", "", "PostgreSQL connection URL, e.g. postgres://user@host:5432/db?sslmode=verify-full&sslrootcert=/ca.pem; the password may come from passfile=, PGPASSFILE or PGPASSWORD")
 }
 
 func (p *pgFlags) validate() error {
@@ -25,3 +27,66 @@ func (p *pgFlags) validate() error {
 
 // redacted is the URL without its password, for logs and errors.
 func (p *pgFlags) redacted() string { return pgconn.Redact(p.url) }
+
+// kafkaFlags are the Kafka connection flags shared by every command that
+// talks to the brokers: the bootstrap list, TLS and SASL.
+type kafkaFlags struct {
+	brokers string
+
+	tls                                bool
+	caFile, certFile, keyFile, tlsName string
+
+	mechanism, user, password, passwordFile string
+}
+
+func (k *kafkaFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&k.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	fs.BoolVar(&k.tls, "kafka-tls", false, "connect to the brokers with TLS (1.2 or later; implied by any other --kafka-tls-* flag)")
+	fs.StringVar(&k.caFile, "kafka-tls-ca-file", "", "PEM CA bundle that signs the broker certificates (default: the system roots)")
+	fs.StringVar(&k.certFile, "kafka-tls-cert-file", "", "PEM client certificate for mutual TLS (with --kafka-tls-key-file)")
+	fs.StringVar(&k.keyFile, "kafka-tls-key-file", "", "PEM private key of --kafka-tls-cert-file")
+	fs.StringVar(&k.tlsName, "kafka-tls-server-name", "", "name verified in the broker certificates (default: the broker host)")
+	fs.StringVar(&k.mechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL); use PLAIN only with TLS")
+	fs.StringVar(&k.user, "kafka-sasl-user", "", "SASL user name")
+	fs.StringVar(&k.password, "kafka-sasl-password", "", "SASL password (prefer --kafka-sasl-password-file: arguments are visible to other local users)")
+	fs.StringVar(&k.passwordFile, "kafka-sasl-password-file", "", "file holding the SASL password (trailing newline ignored)")
+}
+
+// config is the Kafka configuration of a client named clientID, its TLS
+// files and password file read; the brokers are checked by kafka.Config.Validate.
+func (k *kafkaFlags) config(clientID string) (kafka.Config, error) {
+	sec, err := k.security()
+	if err != nil {
+		return kafka.Config{}, err
+	}
+	if err := sec.Validate(); err != nil { // before any connection, PostgreSQL's included
+		return kafka.Config{}, err
+	}
+	return kafka.Config{Brokers: kafka.ParseBrokers(k.brokers), ClientID: clientID, Security: sec}, nil
+}
+
+func (k *kafkaFlags) security() (kafka.Security, error) {
+	var sec kafka.Security
+	if k.tls || k.caFile != "" || k.certFile != "" || k.keyFile != "" || k.tlsName != "" {
+		sec.TLS = &kafka.TLSConfig{CAFile: k.caFile, CertFile: k.certFile, KeyFile: k.keyFile, ServerName: k.tlsName}
+	}
+	if k.mechanism == "" {
+		if k.user != "" || k.password != "" || k.passwordFile != "" {
+			return sec, errors.New("kafka SASL user or password given without --kafka-sasl-mechanism")
+		}
+		return sec, nil
+	}
+	if k.password != "" && k.passwordFile != "" {
+		return sec, errors.New("--kafka-sasl-password and --kafka-sasl-password-file exclude each other")
+	}
+	pw := k.password
+	if k.passwordFile != "" {
+		var err error
+		if pw, err = kafka.ReadPasswordFile(k.passwordFile); err != nil {
+			return sec, err
+		}
+	}
+	sec.SASL = &kafka.SASLConfig{Mechanism: strings.ToUpper(k.mechanism), User: k.user, Password: pw}
+	return sec, nil
+}

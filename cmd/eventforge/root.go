@@ -35,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		newSlotCmd(),
 		newDLQCmd(),
 		newOutboxCmd(),
+		newBenchCmd(),
 	)
 	return root
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/ops"
+	"github.com/eventforge/eventforge/internal/privileges"
 	"github.com/eventforge/eventforge/worker"
 	"github.com/eventforge/eventforge/worker/sqlhandler"
 )
@@ -29,8 +30,9 @@ func newWorkerCmd() *cobra.Command {
 type workerRunFlags struct {
 	pg          pgFlags
 	log         logFlags
-	brokers     string
+	kafka       kafkaFlags
 	metricsAddr string
+	pprof       bool
 	handlers    string
 	cfg         worker.Config
 }
@@ -55,8 +57,9 @@ Without --handlers every event is only recorded in the inbox (counted as skipped
 	fs := cmd.Flags()
 	f.pg.register(cmd)
 	f.log.register(fs)
-	fs.StringVar(&f.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	f.kafka.register(cmd)
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "address serving /healthz, /readyz and /metrics, e.g. :9102 (empty: none)")
+	fs.BoolVar(&f.pprof, "pprof", false, pprofUsage)
 	fs.StringVar(&f.handlers, "handlers", "", "YAML file mapping event types to SQL statements (see deploy/handlers/orders.yaml)")
 	fs.StringVar(&f.cfg.Group, "group", "", "Kafka consumer group (required)")
 	fs.StringVar(&f.cfg.Consumer, "consumer", "", "consumer name in processed_events (default: the group)")
@@ -66,6 +69,7 @@ Without --handlers every event is only recorded in the inbox (counted as skipped
 	fs.DurationVar(&f.cfg.MaxBackoff, "max-backoff", worker.DefaultMaxBackoff, "longest wait between attempts")
 	fs.DurationVar(&f.cfg.MaxRetryTime, "max-retry-time", worker.DefaultMaxRetryTime, "longest time spent retrying one event before dead-lettering it")
 	fs.IntVar(&f.cfg.BatchSize, "batch-size", worker.DefaultBatchSize, "most messages of one partition applied in one transaction (1: one by one); a failing batch is redone one by one")
+	fs.IntVar(&f.cfg.BatchBytes, "batch-bytes", worker.DefaultBatchBytes, "most bytes of record keys and values in one batch (a batch holds at least one record)")
 	fs.DurationVar(&f.cfg.ApplyTimeout, "apply-timeout", worker.DefaultApplyTimeout, "longest time one transaction may take")
 	fs.DurationVar(&f.cfg.SessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "how long the group waits for a silent member before moving its partitions")
 	fs.DurationVar(&f.cfg.CommitInterval, "commit-interval", worker.DefaultCommitInterval, "how often applied offsets are committed to Kafka")
@@ -85,7 +89,9 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 		return err
 	}
 	cfg := f.cfg
-	cfg.Kafka = kafka.Config{Brokers: kafka.ParseBrokers(f.brokers), ClientID: "eventforge-worker"}
+	if cfg.Kafka, err = f.kafka.config("eventforge-worker"); err != nil {
+		return err
+	}
 	cfg.Logger = log
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg
@@ -112,6 +118,10 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	if err != nil {
 		return err
 	}
+	guard, err := privileges.Worker(handlerStatements(spec)).Verify(ctx, f.pg.url, log)
+	if err != nil {
+		return err
+	}
 	runner, err := worker.New(cfg, pool, handler)
 	if err != nil {
 		return err
@@ -121,12 +131,14 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	ready.Add("consumer-group", runner.Ready)
 	ready.Add("database", func(ctx context.Context) error { return pool.Ping(ctx) })
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ops.Serve(gctx, f.metricsAddr, ops.Handler(reg, ready), log) })
+	g.Go(func() error {
+		return ops.Serve(gctx, f.metricsAddr, ops.Handler(reg, ready, pprofOption(f.pprof)...), log)
+	})
 	g.Go(func() error {
 		log.Info("worker starting", "group", cfg.Group, "topics", cfg.Topics, "pg", f.pg.redacted(), "handlers", f.handlers)
 		return runner.Run(gctx)
 	})
-	return g.Wait()
+	return kafka.Explain(guard.Explain(g.Wait()))
 }
 
 // positive rejects zero and negative numbers given to flags, which the
@@ -134,9 +146,10 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 func (f *workerRunFlags) positive() error {
 	for name, v := range map[string]int64{
 		"--max-attempts": int64(f.cfg.MaxAttempts), "--batch-size": int64(f.cfg.BatchSize),
-		"--retry-backoff": int64(f.cfg.RetryBackoff), "--max-backoff": int64(f.cfg.MaxBackoff),
-		"--max-retry-time": int64(f.cfg.MaxRetryTime), "--apply-timeout": int64(f.cfg.ApplyTimeout),
-		"--commit-interval": int64(f.cfg.CommitInterval), "--session-timeout": int64(f.cfg.SessionTimeout),
+		"--batch-bytes": int64(f.cfg.BatchBytes), "--retry-backoff": int64(f.cfg.RetryBackoff),
+		"--max-backoff": int64(f.cfg.MaxBackoff), "--max-retry-time": int64(f.cfg.MaxRetryTime),
+		"--apply-timeout": int64(f.cfg.ApplyTimeout), "--commit-interval": int64(f.cfg.CommitInterval),
+		"--session-timeout": int64(f.cfg.SessionTimeout),
 	} {
 		if v <= 0 {
 			return fmt.Errorf("%s must be positive", name)

@@ -93,6 +93,17 @@ logger.kafka.level = INFO
 CONF
 	echo "$port" >"$dir/port"
 	echo "$cport" >"$dir/controller-port"
+	# Opt-in (tests): EVENTFORGE_KAFKA_SASL_SSL_CONF names a properties file
+	# (keystore, SASL mechanisms, JAAS of listener sasl_ssl) appended to the
+	# configuration, with a SASL_SSL listener on a third port (DIR/sasl-ssl-port).
+	if [ -n "${EVENTFORGE_KAFKA_SASL_SSL_CONF:-}" ]; then
+		local sport; sport=$(free_port)
+		sed -i -e "s|^listeners=.*|&,SASL_SSL://127.0.0.1:$sport|" \
+			-e "s|^advertised.listeners=.*|&,SASL_SSL://127.0.0.1:$sport|" \
+			-e "s|^listener.security.protocol.map=.*|&,SASL_SSL:SASL_SSL|" "$dir/server.properties"
+		cat "$EVENTFORGE_KAFKA_SASL_SSL_CONF" >>"$dir/server.properties"
+		echo "$sport" >"$dir/sasl-ssl-port"
+	fi
 }
 
 # format gives the broker new ports and a freshly formatted log directory. The
@@ -102,7 +113,12 @@ format() {
 	rm -rf "$dir/data"
 	write_config "$(free_port)" "$(free_port)"
 	local id; id=$(java_run kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
-	java_run kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" >"$dir/format.log" 2>&1 \
+	# Opt-in (tests): EVENTFORGE_KAFKA_ADD_SCRAM lists SCRAM credentials,
+	# space-separated MECHANISM=[name=U,password=P], created at format time.
+	local scram=() entries=() e
+	read -r -a entries <<<"${EVENTFORGE_KAFKA_ADD_SCRAM:-}"
+	for e in "${entries[@]}"; do scram+=(--add-scram "$e"); done
+	java_run kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" "${scram[@]}" >"$dir/format.log" 2>&1 \
 		|| { cat "$dir/format.log" >&2; die "formatting the Kafka log directory failed"; }
 }
 

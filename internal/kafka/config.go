@@ -20,6 +20,7 @@ var DefaultVersion = sarama.V4_0_0_0
 type Config struct {
 	Brokers  []string // host:port, at least one
 	ClientID string   // shows up in broker logs and quotas
+	Security Security // TLS and SASL; the zero value is plaintext
 }
 
 // Validate reports a configuration that cannot work.
@@ -32,7 +33,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("kafka broker %q is not host:port", b)
 		}
 	}
-	return nil
+	return c.Security.Validate()
 }
 
 // ParseBrokers splits a comma-separated host:port list, dropping blanks.
@@ -58,15 +59,23 @@ func (c Config) Base() *sarama.Config {
 	sc.Net.DialTimeout = 10 * time.Second
 	sc.Metadata.Retry.Max = 5
 	sc.Metadata.Retry.Backoff = 500 * time.Millisecond
+	c.Security.apply(sc)
 	return sc
 }
 
 // ProducerOptions tune the idempotent producer; zero values take defaults.
 type ProducerOptions struct {
-	Compression     sarama.CompressionCodec // default none... set by caller
-	FlushBytes      int                     // default 1 MiB
-	FlushMaxWait    time.Duration           // default 5ms
-	MaxMessageBytes int                     // default sarama's (1,000,000)
+	Compression sarama.CompressionCodec // default none
+	// FlushBytes and FlushMaxWait make the producer hold records back to
+	// fill bigger requests (a linger). Zero, the default, sends as soon as
+	// the broker connection is free: with one open request per broker,
+	// records that arrive during a round trip go out together in the next
+	// request, so batches grow with load while a lone record waits for no
+	// timer. Setting only FlushBytes also sets a 5 ms FlushMaxWait, so a
+	// record is never held back indefinitely.
+	FlushBytes      int
+	FlushMaxWait    time.Duration
+	MaxMessageBytes int // default sarama's (1,000,000)
 }
 
 // IdempotentProducer returns the configuration of CDC-RULES 13: idempotent,
@@ -91,13 +100,13 @@ func (c Config) IdempotentProducer(o ProducerOptions) *sarama.Config {
 	sc.Producer.Return.Errors = true
 	sc.Producer.Partitioner = NewJavaPartitioner
 	sc.Producer.Compression = o.Compression
-	sc.Producer.Flush.Bytes = 1 << 20
-	if o.FlushBytes > 0 {
-		sc.Producer.Flush.Bytes = o.FlushBytes
-	}
-	sc.Producer.Flush.Frequency = 5 * time.Millisecond
-	if o.FlushMaxWait > 0 {
-		sc.Producer.Flush.Frequency = o.FlushMaxWait
+	// sarama flushes as soon as it can only when Bytes, Frequency and
+	// Messages are all zero; with a byte trigger alone it would wait for it.
+	sc.Producer.Flush.Bytes = max(o.FlushBytes, 0)
+	sc.Producer.Flush.Frequency = max(o.FlushMaxWait, 0)
+	sc.Producer.Flush.Messages = 0
+	if sc.Producer.Flush.Bytes > 0 && sc.Producer.Flush.Frequency == 0 {
+		sc.Producer.Flush.Frequency = 5 * time.Millisecond
 	}
 	if o.MaxMessageBytes > 0 {
 		sc.Producer.MaxMessageBytes = o.MaxMessageBytes

@@ -81,3 +81,49 @@ func TestCappedBackoff(t *testing.T) {
 		t.Errorf("backoff(huge) = %v", got)
 	}
 }
+
+// BenchmarkJavaPartitioner is the partitioner as sarama calls it per record,
+// with the key encoder the relay's records carry (a pointer into the record).
+func BenchmarkJavaPartitioner(b *testing.B) {
+	key := sarama.ByteEncoder("0c5b6f43-6a8a-4a33-9f5e-0d5f8a6c7e21")
+	msg := &sarama.ProducerMessage{Topic: "orders", Key: &key}
+	p := NewJavaPartitioner("orders")
+	want := PartitionForKey(key, 12)
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, err := p.Partition(msg, 12); err != nil || got != want {
+			b.Fatal(got, err)
+		}
+	}
+}
+
+// TestIdempotentProducerFlush checks the flush settings: by default sarama
+// sends as soon as the connection is free (all three triggers zero), and a
+// byte target never comes without a time bound.
+func TestIdempotentProducerFlush(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		o         ProducerOptions
+		wantBytes int
+		wantWait  time.Duration
+	}{
+		{"default: no linger", ProducerOptions{}, 0, 0},
+		{"linger", ProducerOptions{FlushMaxWait: 2 * time.Millisecond}, 0, 2 * time.Millisecond},
+		{"bytes get a time bound", ProducerOptions{FlushBytes: 1 << 20}, 1 << 20, 5 * time.Millisecond},
+		{"both", ProducerOptions{FlushBytes: 4096, FlushMaxWait: time.Millisecond}, 4096, time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := Config{Brokers: []string{"localhost:9092"}}.IdempotentProducer(tc.o)
+			f := sc.Producer.Flush
+			if f.Bytes != tc.wantBytes || f.Frequency != tc.wantWait || f.Messages != 0 {
+				t.Errorf("flush bytes %d, frequency %s, messages %d; want %d, %s, 0", f.Bytes, f.Frequency, f.Messages, tc.wantBytes, tc.wantWait)
+			}
+			if !sc.Producer.Idempotent || sc.Net.MaxOpenRequests != 1 || sc.Producer.RequiredAcks != sarama.WaitForAll {
+				t.Error("CDC-RULES 13 settings changed")
+			}
+			if err := sc.Validate(); err != nil {
+				t.Errorf("sarama rejects the configuration: %v", err)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -59,10 +60,30 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// Handler serves /healthz, /readyz and /metrics. Callers may mount more
-// routes on the returned mux.
-func Handler(reg prometheus.Gatherer, ready *Readiness) *http.ServeMux {
+// Option changes what Handler serves.
+type Option func(*http.ServeMux)
+
+// WithPprof also serves net/http/pprof under /debug/pprof/. It exposes heap
+// contents and costs CPU while profiling, so commands keep it off unless
+// asked (--pprof).
+func WithPprof() Option {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
+}
+
+// Handler serves /healthz, /readyz and /metrics, and what opts add. Callers
+// may mount more routes on the returned mux.
+func Handler(reg prometheus.Gatherer, ready *Readiness, opts ...Option) *http.ServeMux {
 	mux := http.NewServeMux()
+	for _, o := range opts {
+		o(mux)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -46,3 +46,30 @@ func TestReadyzSaysWhyNotReady(t *testing.T) {
 		t.Fatalf("metrics: code %d", code)
 	}
 }
+
+func TestPprofOnlyWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want int
+	}{
+		{"default", nil, http.StatusNotFound},
+		{"with pprof", []Option{WithPprof()}, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Handler(NewRegistry(), &Readiness{}, tc.opts...)
+			for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/cmdline"} {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				if rec.Code != tc.want {
+					t.Errorf("GET %s: code %d, want %d", path, rec.Code, tc.want)
+				}
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			if rec.Code != http.StatusOK {
+				t.Errorf("GET /metrics: code %d", rec.Code)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,50 +16,164 @@ import (
 // column with these names are not allowed to override them.
 var reserved = map[string]bool{HeaderEventID: true, HeaderEventType: true, HeaderAggregateType: true}
 
+// The contract's header names as bytes, shared by every record: sarama only
+// reads header keys, so they need no copy per event.
+var (
+	keyEventID       = []byte(HeaderEventID)
+	keyEventType     = []byte(HeaderEventType)
+	keyAggregateType = []byte(HeaderAggregateType)
+)
+
+// uuidLen is the length of a UUID's text form.
+const uuidLen = 36
+
 // Message builds the Kafka record of the contract for e: key = aggregate id,
 // value = compact JSON payload, timestamp = commit time, headers = event_id,
 // event_type, aggregate_type, then the string entries of the headers column
 // sorted by name.
 func Message(e *Event, topicPrefix string) (*sarama.ProducerMessage, error) {
-	value, err := compactJSON(e.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+	r := new(Record)
+	if err := r.build(e, e.Topic(topicPrefix)); err != nil {
+		return nil, err
 	}
-	return &sarama.ProducerMessage{
-		Topic:     e.Topic(topicPrefix),
-		Key:       sarama.ByteEncoder(e.AggregateID),
-		Value:     sarama.ByteEncoder(value),
-		Headers:   RecordHeaders(e),
+	return &r.Msg, nil
+}
+
+// Record is the Kafka record of one event together with the storage its key,
+// value and headers point into, so that building one costs two allocations:
+// the Record (often inside a larger struct) and one byte buffer.
+type Record struct {
+	Msg        sarama.ProducerMessage
+	key, value sarama.ByteEncoder
+	headers    [3]sarama.RecordHeader // the contract's; more only with a headers column
+}
+
+// Builder builds the records of one relay session: the per-event hot path.
+// It caches topic names. Not safe for concurrent use.
+type Builder struct {
+	prefix string
+	topics map[string]string // aggregate type -> topic
+}
+
+// maxCachedTopics bounds the topic cache; past it names are built per event.
+const maxCachedTopics = 4096
+
+// NewBuilder returns a Builder for topics named prefix + aggregate type.
+func NewBuilder(topicPrefix string) *Builder {
+	return &Builder{prefix: topicPrefix, topics: make(map[string]string)}
+}
+
+// Build fills r with the record of e, as Message does. The record does not
+// alias e, whose buffers the caller may reuse.
+func (b *Builder) Build(r *Record, e *Event) error {
+	return r.build(e, b.Topic(e))
+}
+
+// Topic is e's topic, from the cache when it can.
+func (b *Builder) Topic(e *Event) string {
+	if t, ok := b.topics[e.AggregateType]; ok {
+		return t
+	}
+	t := e.Topic(b.prefix)
+	if len(b.topics) < maxCachedTopics {
+		b.topics[e.AggregateType] = t
+	}
+	return t
+}
+
+// build lays the key, the header values and the compacted payload out in one
+// buffer; the payload goes last since compaction may shorten it.
+func (r *Record) build(e *Event, topic string) error {
+	var names []string
+	extra := 0
+	for k, v := range e.Headers {
+		if !reserved[k] {
+			names = append(names, k)
+			extra += len(k) + len(v)
+		}
+	}
+	buf := make([]byte, 0, len(e.AggregateID)+uuidLen+len(e.EventType)+len(e.AggregateType)+extra+len(e.Payload))
+	buf, r.key = appendPart(buf, e.AggregateID)
+	buf, id := appendUUID(buf, e.ID)
+	buf, eventType := appendPart(buf, e.EventType)
+	buf, aggType := appendPart(buf, e.AggregateType)
+	hs := r.headers[:0]
+	if len(names) > 0 {
+		hs = make([]sarama.RecordHeader, 0, 3+len(names))
+	}
+	hs = append(hs,
+		sarama.RecordHeader{Key: keyEventID, Value: id},
+		sarama.RecordHeader{Key: keyEventType, Value: eventType},
+		sarama.RecordHeader{Key: keyAggregateType, Value: aggType},
+	)
+	sort.Strings(names)
+	for _, k := range names {
+		var hk, hv []byte
+		buf, hk = appendPart(buf, k)
+		buf, hv = appendPart(buf, e.Headers[k])
+		hs = append(hs, sarama.RecordHeader{Key: hk, Value: hv})
+	}
+	// Compaction never lengthens JSON, so it stays inside buf's capacity.
+	value := bytes.NewBuffer(buf[len(buf):len(buf)])
+	if err := json.Compact(value, e.Payload); err != nil {
+		return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+	}
+	r.value = value.Bytes()
+	r.Msg = sarama.ProducerMessage{
+		Topic:     topic,
+		Key:       &r.key, // pointers into r: no allocation per interface value
+		Value:     &r.value,
+		Headers:   hs,
 		Timestamp: e.CommitTime,
-	}, nil
+	}
+	return nil
+}
+
+// appendPart appends s to buf and returns it as its own capped slice.
+func appendPart(buf []byte, s string) ([]byte, []byte) {
+	n := len(buf)
+	buf = append(buf, s...)
+	return buf, buf[n:len(buf):len(buf)]
+}
+
+// appendUUID appends the text form of id (8-4-4-4-12 lower-case hex).
+func appendUUID(buf []byte, id uuid.UUID) ([]byte, []byte) {
+	n := len(buf)
+	buf = append(buf, make([]byte, uuidLen)...) // no allocation within capacity
+	t := buf[n : n+uuidLen : n+uuidLen]
+	hex.Encode(t[0:8], id[0:4])
+	t[8] = '-'
+	hex.Encode(t[9:13], id[4:6])
+	t[13] = '-'
+	hex.Encode(t[14:18], id[6:8])
+	t[18] = '-'
+	hex.Encode(t[19:23], id[8:10])
+	t[23] = '-'
+	hex.Encode(t[24:], id[10:])
+	return buf, t
 }
 
 // RecordHeaders returns the Kafka headers of e in the contract's order.
 func RecordHeaders(e *Event) []sarama.RecordHeader {
-	hs := make([]sarama.RecordHeader, 0, 3+len(e.Headers))
-	hs = append(hs,
-		sarama.RecordHeader{Key: []byte(HeaderEventID), Value: []byte(e.ID.String())},
-		sarama.RecordHeader{Key: []byte(HeaderEventType), Value: []byte(e.EventType)},
-		sarama.RecordHeader{Key: []byte(HeaderAggregateType), Value: []byte(e.AggregateType)},
-	)
-	names := make([]string, 0, len(e.Headers))
-	for k := range e.Headers {
-		if !reserved[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		hs = append(hs, sarama.RecordHeader{Key: []byte(k), Value: []byte(e.Headers[k])})
-	}
-	return hs
+	var r Record
+	_ = r.build(&Event{ID: e.ID, EventType: e.EventType, AggregateType: e.AggregateType, Headers: e.Headers, Payload: []byte("0")}, "")
+	return r.Msg.Headers
 }
 
 // StringHeaders extracts the string entries of a headers column value (a JSON
-// object); other value types are not Kafka headers and are left out. Empty
-// input means no headers.
+// object); other value types are not Kafka headers and are left out, and a
+// JSON value that is not an object (an array, a scalar, null) has none.
+// Empty input means no headers. Only text that is not JSON, or nests deeper
+// than encoding/json's 10000 levels, is an error.
 func StringHeaders(raw []byte) (map[string]string, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		if !json.Valid(raw) {
+			return nil, errors.New("decode headers: not JSON")
+		}
 		return nil, nil
 	}
 	var obj map[string]any
@@ -85,15 +200,16 @@ var ErrMalformed = errors.New("malformed event")
 // value. Other headers are returned in Headers. Errors wrap ErrMalformed.
 func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 	e := &Event{AggregateID: string(key), Payload: value}
-	var idText string
+	var idText []byte
 	var haveID bool
 	for _, h := range headers {
 		if h == nil {
 			continue
 		}
-		switch k := string(h.Key); k {
+		// Switching on string(h.Key) compares without allocating.
+		switch string(h.Key) {
 		case HeaderEventID:
-			idText, haveID = string(h.Value), true
+			idText, haveID = h.Value, true
 		case HeaderEventType:
 			e.EventType = string(h.Value)
 		case HeaderAggregateType:
@@ -102,13 +218,13 @@ func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 			if e.Headers == nil {
 				e.Headers = make(map[string]string)
 			}
-			e.Headers[k] = string(h.Value)
+			e.Headers[string(h.Key)] = string(h.Value)
 		}
 	}
 	if !haveID {
 		return nil, fmt.Errorf("%w: no %s header", ErrMalformed, HeaderEventID)
 	}
-	id, err := uuid.Parse(idText)
+	id, err := uuid.ParseBytes(idText)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s header %q is not a UUID", ErrMalformed, HeaderEventID, idText)
 	}
@@ -117,13 +233,4 @@ func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 		return nil, fmt.Errorf("%w: payload is not JSON", ErrMalformed)
 	}
 	return e, nil
-}
-
-func compactJSON(raw []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(raw))
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

@@ -1,7 +1,10 @@
 package outbox
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +77,11 @@ func TestStringHeaders(t *testing.T) {
 		{"", nil, false},
 		{"{}", nil, false},
 		{`{"a":"x","n":1,"o":{"p":"q"},"nil":null,"b":""}`, map[string]string{"a": "x", "b": ""}, false},
-		{`[1,2]`, nil, true},
+		{`[1,2]`, nil, false},
+		{` "s" `, nil, false},
+		{`null`, nil, false},
+		{`[1,`, nil, true},
+		{`{"deep":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, nil, true},
 		{`{"a":`, nil, true},
 	} {
 		got, err := StringHeaders([]byte(tc.raw))
@@ -144,6 +151,13 @@ func FuzzMessage(f *testing.F) {
 	f.Add("orders", "o-1", "order.created", `{"a": 1}`, `{"traceparent":"x"}`)
 	f.Add("", "", "", `[]`, `{}`)
 	f.Add("t", "k", "e", `"s"`, `{"event_id":"spoof","n":1}`)
+	// Rows of cdc/hostile_test.go, as PostgreSQL's jsonb output sends them.
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	f.Add("orders", "", "", deep(10001), `{"deep": `+deep(10001)+`}`)
+	f.Add("bad topic!", strings.Repeat("k", 5000), "t\x01\n", deep(5000), `{"": "empty name", "a": ["x"], "b": true, "f": 1.5, "n": 1, "o": {"k": "v"}, "s": "str", "z": null}`)
+	f.Add("__consumer_offsets", "k\x01\x1f\x7f\t é\u2028😀", "e", `{"e": 1000, "n": 1.50, "s": "a\u0001b\u001f\n\t\"\\ é", "big": 123456789012345678901234567890}`, `{"h\u0002": "a\u0001\u001fb\n"}`)
+	f.Add("o", "k\x00\xff", "e", `"\ud800"`, `{"h": "\u0000", "i": "\udc00"}`)
+	f.Add("o", "k", "e", `{"a": 1}`, `[1, "x"]`)
 	f.Fuzz(func(t *testing.T, aggType, aggID, evType, payload, headers string) {
 		hs, err := StringHeaders([]byte(headers))
 		if err != nil {
@@ -167,6 +181,18 @@ func FuzzMessage(f *testing.F) {
 		if back.ID != e.ID || back.AggregateID != aggID || back.EventType != evType || back.AggregateType != aggType {
 			t.Fatalf("round trip changed the event: %+v vs %+v", back, e)
 		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, []byte(payload)); err != nil || !bytes.Equal(value, compact.Bytes()) {
+			t.Fatalf("value %q is not the compacted payload %q", value, payload)
+		}
+		for k, v := range hs {
+			if !reserved[k] && back.Headers[k] != v {
+				t.Fatalf("header %q = %q, want %q", k, back.Headers[k], v)
+			}
+		}
+		if len(back.Headers) > len(hs) {
+			t.Fatalf("headers %v from a column with %v", back.Headers, hs)
+		}
 	})
 }
 
@@ -181,4 +207,70 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("error %v does not wrap ErrMalformed", err)
 		}
 	})
+}
+
+// TestBuilderMatchesMessage checks the relay's Builder yields Message's
+// record, and that the record keeps no reference to the event's buffers.
+func TestBuilderMatchesMessage(t *testing.T) {
+	id := uuid.MustParse("0c5b6f43-6a8a-4a33-9f5e-0d5f8a6c7e21")
+	bld := NewBuilder("p.")
+	for _, tc := range []struct {
+		name string
+		e    Event
+	}{
+		{"plain", Event{ID: id, AggregateType: "orders", AggregateID: "o-1", EventType: "order.created", Payload: []byte(`{"a": [1, 2], "s": "x y"}`)}},
+		{"headers", Event{ID: id, AggregateType: "orders", AggregateID: "o-2", EventType: "e", Payload: []byte(`1`),
+			Headers: map[string]string{"z": "1", "a": "2", "event_type": "spoof"}}},
+		{"empty strings", Event{AggregateType: "t", Payload: []byte(` "" `)}},
+		{"other type", Event{ID: id, AggregateType: "customers", AggregateID: "c", EventType: "e", Payload: []byte(`{}`)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := Message(&tc.e, "p.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := tc.e
+			e.Payload = bytes.Clone(tc.e.Payload)
+			e.AggregateID = strings.Clone(tc.e.AggregateID)
+			var r Record
+			if err := bld.Build(&r, &e); err != nil {
+				t.Fatal(err)
+			}
+			for i := range e.Payload {
+				e.Payload[i] = 'X' // the relay's receive buffer is reused
+			}
+			got := &r.Msg
+			if got.Topic != want.Topic || !got.Timestamp.Equal(want.Timestamp) {
+				t.Errorf("topic %q time %v, want %q %v", got.Topic, got.Timestamp, want.Topic, want.Timestamp)
+			}
+			for _, enc := range [][2]sarama.Encoder{{got.Key, want.Key}, {got.Value, want.Value}} {
+				g, _ := enc[0].Encode()
+				w, _ := enc[1].Encode()
+				if !bytes.Equal(g, w) || enc[0].Length() != len(w) {
+					t.Errorf("encoded %q (length %d), want %q", g, enc[0].Length(), w)
+				}
+			}
+			if len(got.Headers) != len(want.Headers) {
+				t.Fatalf("headers %v, want %v", got.Headers, want.Headers)
+			}
+			for i := range got.Headers {
+				if string(got.Headers[i].Key) != string(want.Headers[i].Key) || string(got.Headers[i].Value) != string(want.Headers[i].Value) {
+					t.Errorf("header %d = %s:%s, want %s:%s", i, got.Headers[i].Key, got.Headers[i].Value, want.Headers[i].Key, want.Headers[i].Value)
+				}
+			}
+			if got.ByteSize(2) != want.ByteSize(2) {
+				t.Errorf("ByteSize %d, want %d", got.ByteSize(2), want.ByteSize(2))
+			}
+		})
+	}
+}
+
+func TestAppendUUIDIsUUIDString(t *testing.T) {
+	for range 100 {
+		id := uuid.New()
+		_, got := appendUUID(nil, id)
+		if string(got) != id.String() {
+			t.Fatalf("appendUUID = %s, want %s", got, id)
+		}
+	}
 }

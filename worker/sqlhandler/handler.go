@@ -30,9 +30,19 @@ type Preparer interface {
 	Prepare(ctx context.Context, name, sql string, paramOIDs []uint32) (*pgconn.StatementDescription, error)
 }
 
-// Handler is a worker.Handler running the SQL of a Spec.
+// Handler is a worker.Handler running the SQL of a Spec. Its statements
+// are prepared once per connection, on first use.
 type Handler struct {
-	spec Spec
+	unknown string
+	types   map[string]*compiled
+}
+
+// compiled is the checked statement of one event type.
+type compiled struct {
+	typ       string
+	st        Statement
+	name      string // of the prepared single statement
+	batchName string // of the prepared batch statement; "" without batch_sql
 }
 
 // New checks every statement of spec against the database behind conn
@@ -42,108 +52,145 @@ func New(ctx context.Context, conn Preparer, spec *Spec) (*Handler, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	h := &Handler{unknown: spec.Unknown, types: make(map[string]*compiled, len(spec.Handlers))}
+	if h.unknown == "" {
+		h.unknown = UnknownSkip
+	}
 	var errs []error
 	for _, typ := range spec.EventTypes() {
-		sd, err := conn.Prepare(ctx, "", spec.Handlers[typ].SQL, paramOIDs)
-		switch {
-		case err != nil:
+		st := spec.Handlers[typ]
+		c := &compiled{typ: typ, st: st, name: statementName("s", st.SQL)}
+		if err := check(ctx, conn, st.SQL, paramOIDs); err != nil {
 			errs = append(errs, fmt.Errorf("handler %q: invalid SQL: %w", typ, err))
-		case len(sd.ParamOIDs) > len(paramOIDs):
-			// PostgreSQL infers the type of a parameter past $5 itself.
-			errs = append(errs, fmt.Errorf("handler %q: invalid SQL: uses $%d, but only $1 to $%d exist", typ, len(sd.ParamOIDs), len(paramOIDs)))
 		}
+		if st.BatchSQL != "" {
+			c.batchName = statementName("b", st.BatchSQL)
+			if err := check(ctx, conn, st.BatchSQL, batchOIDs); err != nil {
+				errs = append(errs, fmt.Errorf("handler %q: invalid batch_sql: %w", typ, err))
+			}
+		}
+		h.types[typ] = c
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s := *spec
-	if s.Unknown == "" {
-		s.Unknown = UnknownSkip
+	return h, nil
+}
+
+// check prepares sql unnamed, which runs nothing.
+func check(ctx context.Context, conn Preparer, sql string, oids []uint32) error {
+	sd, err := conn.Prepare(ctx, "", sql, oids)
+	if err != nil {
+		return err
 	}
-	return &Handler{spec: s}, nil
+	if len(sd.ParamOIDs) > len(oids) {
+		// PostgreSQL infers the type of a parameter past $5 itself.
+		return fmt.Errorf("uses $%d, but only $1 to $%d exist", len(sd.ParamOIDs), len(oids))
+	}
+	return nil
 }
 
 // Apply runs the statement of ev's type in tx and checks the rows it
 // affected.
 func (h *Handler) Apply(ctx context.Context, tx pgx.Tx, ev worker.Event) error {
-	st, args, err := h.statement(ev)
-	if st == nil || err != nil {
+	c, err := h.lookup(ev.EventType)
+	if err != nil {
 		return err
 	}
-	tag, err := tx.Conn().PgConn().ExecParams(ctx, st.SQL, args, paramOIDs, nil, nil).Close()
+	args, err := params(&ev)
 	if err != nil {
+		return err
+	}
+	conn := tx.Conn().PgConn()
+	if err := prepare(ctx, conn, c.name, c.st.SQL, paramOIDs); err != nil {
+		return err
+	}
+	tag, err := conn.ExecPrepared(ctx, c.name, args, nil, nil).Close()
+	if err != nil {
+		forgetPrepared(conn, err)
 		return fmt.Errorf("run statement: %w", err)
 	}
-	return checkRows(ev, *st, tag)
+	return checkRows(ev, c.st, tag)
 }
 
 // ApplyBatch implements worker.BatchHandler: it sends the statements of
 // all events in one pipeline (one round trip) and checks each one's rows.
+// Runs of events of a type with batch_sql go in one set-based statement.
 func (h *Handler) ApplyBatch(ctx context.Context, tx pgx.Tx, evs []worker.Event) ([]bool, error) {
 	skipped := make([]bool, len(evs))
-	stmts := make([]*Statement, len(evs))
+	calls, err := h.plan(evs, skipped)
+	if err != nil || len(calls) == 0 {
+		return skipped, err
+	}
+	conn := tx.Conn().PgConn()
 	batch := &pgconn.Batch{}
-	queued := 0
-	for i, ev := range evs {
-		st, args, err := h.statement(ev)
-		if errors.Is(err, worker.ErrSkip) {
-			skipped[i] = true
-			continue
+	for _, k := range calls {
+		if err := h.prepareCall(ctx, conn, k); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("event %s: %w", ev.ID, err)
+		if err := k.queue(batch, evs); err != nil {
+			return nil, fmt.Errorf("%s: %w", k.describe(evs), err)
 		}
-		stmts[i] = st
-		batch.ExecParams(st.SQL, args, paramOIDs, nil, nil)
-		queued++
 	}
-	if queued == 0 {
-		return skipped, nil
-	}
-	results, err := tx.Conn().PgConn().ExecBatch(ctx, batch).ReadAll()
-	k := 0
-	for i, st := range stmts {
-		if st == nil {
-			continue
-		}
-		if k >= len(results) {
-			break
-		}
-		r := results[k]
-		k++
+	results, err := conn.ExecBatch(ctx, batch).ReadAll()
+	for n, r := range results {
 		if r.Err != nil {
-			return nil, fmt.Errorf("event %s: run statement: %w", evs[i].ID, r.Err)
+			forgetPrepared(conn, r.Err)
+			return nil, fmt.Errorf("%s: run statement: %w", calls[n].describe(evs), r.Err)
 		}
-		if err := checkRows(evs[i], *st, r.CommandTag); err != nil {
-			return nil, fmt.Errorf("event %s: %w", evs[i].ID, err)
+		if err := calls[n].check(evs, r.CommandTag); err != nil {
+			return nil, fmt.Errorf("%s: %w", calls[n].describe(evs), err)
 		}
 	}
 	if err != nil {
+		forgetPrepared(conn, err)
 		return nil, fmt.Errorf("run statements: %w", err)
 	}
 	return skipped, nil
 }
 
-// statement returns the statement for ev and its arguments; a nil
-// statement with ErrSkip for an unknown type under "unknown: skip".
-func (h *Handler) statement(ev worker.Event) (*Statement, [][]byte, error) {
-	st, ok := h.spec.Handlers[ev.EventType]
-	if !ok {
-		if h.spec.Unknown == UnknownDLQ {
-			return nil, nil, worker.Permanent(fmt.Errorf("%w %q", ErrNoHandler, ev.EventType))
-		}
-		return nil, nil, worker.ErrSkip
+func (h *Handler) prepareCall(ctx context.Context, conn *pgconn.PgConn, k call) error {
+	if k.set() {
+		return prepare(ctx, conn, k.c.batchName, k.c.st.BatchSQL, batchOIDs)
 	}
-	headers := []byte("{}")
-	if len(ev.Headers) > 0 {
-		var err error
-		if headers, err = json.Marshal(ev.Headers); err != nil {
-			return nil, nil, worker.Permanent(fmt.Errorf("encode headers: %w", err))
-		}
+	return prepare(ctx, conn, k.c.name, k.c.st.SQL, paramOIDs)
+}
+
+// lookup returns the statement of an event type; ErrSkip for an unknown
+// type under "unknown: skip".
+func (h *Handler) lookup(typ string) (*compiled, error) {
+	c, ok := h.types[typ]
+	switch {
+	case ok:
+		return c, nil
+	case h.unknown == UnknownDLQ:
+		return nil, worker.Permanent(fmt.Errorf("%w %q", ErrNoHandler, typ))
+	default:
+		return nil, worker.ErrSkip
 	}
-	// Text format for every parameter: PostgreSQL parses each by its
-	// declared type, the payload as the JSON text the record carried.
-	return &st, [][]byte{[]byte(ev.AggregateID), ev.Payload, []byte(ev.ID.String()), []byte(ev.EventType), headers}, nil
+}
+
+// params are ev's five parameters in text format: PostgreSQL parses each
+// by its declared type, the payload as the JSON text the record carried.
+func params(ev *worker.Event) ([][]byte, error) {
+	headers, err := headersJSON(ev)
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{[]byte(ev.AggregateID), ev.Payload, []byte(ev.ID.String()), []byte(ev.EventType), headers}, nil
+}
+
+// headersJSON is the $5 parameter: the event's string headers as a JSON
+// object.
+func headersJSON(ev *worker.Event) ([]byte, error) {
+	if len(ev.Headers) == 0 {
+		return []byte("{}"), nil
+	}
+	b, err := json.Marshal(ev.Headers)
+	if err != nil {
+		return nil, worker.Permanent(fmt.Errorf("encode headers: %w", err))
+	}
+	return b, nil
 }
 
 func checkRows(ev worker.Event, st Statement, tag pgconn.CommandTag) error {

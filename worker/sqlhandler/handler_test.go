@@ -218,3 +218,161 @@ func TestApplyBatch(t *testing.T) {
 		t.Errorf("all-unknown batch = %v, %v", skipped, err)
 	}
 }
+
+// setBasedYAML records each event's payload n on its order, in order; the
+// batch statement also marks currency 'batch' (the single one 'single'), so
+// the test sees which statement ran.
+const setBasedYAML = `
+handlers:
+  order.noted:
+    sql: UPDATE orders SET customer = coalesce(customer, '') || ($2->>'n'), currency = 'single' WHERE id = $1
+    batch_sql: >
+      UPDATE orders o SET customer = coalesce(o.customer, '') || (e.p->>'n'), currency = 'batch'
+      FROM unnest($1::text[], $2::jsonb[]) AS e(id, p) WHERE o.id = e.id
+  order.touched:
+    sql: UPDATE orders SET customer = coalesce(customer, '') || 't' WHERE id = $1
+  order.copied:
+    # every parameter, each as an array element
+    sql: SELECT 1
+    expect_rows: 0
+    batch_sql: >
+      INSERT INTO orders (id, status, customer, amount, currency)
+      SELECT e.id::text, e.typ, e.h->>'source', (e.p->>'amount')::bigint, e.agg
+      FROM unnest($1::text[], $2::jsonb[], $3::uuid[], $4::text[], $5::jsonb[]) AS e(agg, p, id, typ, h)
+`
+
+func TestApplyBatchSetBased(t *testing.T) {
+	conn := connect(t)
+	ctx := context.Background()
+	h, err := compile(t, conn, setBasedYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(evs ...worker.Event) error {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		skipped, err := h.ApplyBatch(ctx, tx, evs)
+		if err != nil {
+			return err
+		}
+		for i, s := range skipped {
+			if s {
+				t.Errorf("event %d skipped", i)
+			}
+		}
+		return tx.Commit(ctx)
+	}
+	reset := func() {
+		if _, err := conn.Exec(ctx, `TRUNCATE orders; INSERT INTO orders (id, status) VALUES ('a', 'created'), ('b', 'created'), ('c', 'created')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noted := func(agg, n string) worker.Event { return event("order.noted", agg, `{"n":"`+n+`"}`) }
+	tests := []struct {
+		name string
+		evs  []worker.Event
+		want string // id=customer/currency of a, b, c
+	}{
+		{"one set", []worker.Event{noted("a", "1"), noted("b", "2"), noted("c", "3")}, "a=1/batch b=2/batch c=3/batch"},
+		{"a repeated aggregate starts a new set", []worker.Event{noted("a", "1"), noted("b", "2"), noted("a", "3"), noted("b", "4"), noted("a", "5")},
+			"a=135/single b=24/batch c=/"},
+		{"another type in between keeps the order", []worker.Event{noted("a", "1"), event("order.touched", "a", `{}`), noted("a", "2"), noted("b", "3")},
+			"a=1t2/batch b=3/batch c=/"},
+		{"a lone event runs the single statement", []worker.Event{noted("c", "9")}, "a=/ b=/ c=9/single"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reset()
+			if err := batch(tt.evs...); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := conn.QueryRow(ctx, `SELECT string_agg(id || '=' || coalesce(customer, '') || '/' || coalesce(currency, ''), ' ' ORDER BY id) FROM orders`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("orders %q, want %q", got, tt.want)
+			}
+		})
+	}
+
+	t.Run("too few rows in total fails the batch", func(t *testing.T) {
+		reset()
+		err := batch(noted("a", "1"), noted("missing", "2"), noted("b", "3"))
+		if !errors.Is(err, sqlhandler.ErrTooFewRows) || !strings.Contains(err.Error(), "3 order.noted events") {
+			t.Fatalf("batch with a missing order: %v", err)
+		}
+	})
+
+	t.Run("every parameter as an array element", func(t *testing.T) {
+		reset()
+		tricky := `{"amount": 7, "s": "quote \" backslash \\ comma , brace } unicode é"}`
+		evs := []worker.Event{event("order.copied", `cur"1\`, tricky), event("order.copied", "cur,{2}", `{"amount": 8}`)}
+		evs[1].Headers = nil
+		if err := batch(evs...); err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range evs {
+			var status, currency string
+			var customer *string
+			var amount int64
+			err := conn.QueryRow(ctx, `SELECT status, customer, amount, currency FROM orders WHERE id = $1`, ev.ID.String()).Scan(&status, &customer, &amount, &currency)
+			if err != nil || status != "order.copied" || currency != ev.AggregateID || amount != int64(7+i) {
+				t.Errorf("event %d landed as status %q amount %d currency %q (%v)", i, status, amount, currency, err)
+			}
+			if wantSource := map[int]bool{0: true}[i]; (customer != nil && *customer == "test") != wantSource {
+				t.Errorf("event %d: customer %v from the headers", i, customer)
+			}
+		}
+	})
+}
+
+func TestNewRejectsBadBatchSQL(t *testing.T) {
+	conn := connect(t)
+	_, err := compile(t, conn, "handlers:\n  bad.type:\n    sql: SELECT 1\n    batch_sql: UPDATE orders SET status = 'x' WHERE id = $1\n")
+	if err == nil || !strings.Contains(err.Error(), `handler "bad.type": invalid batch_sql`) {
+		t.Fatalf("batch_sql comparing text to text[] accepted: %v", err)
+	}
+}
+
+// TestStatementsPreparedAgain: after the session's prepared statements are
+// dropped, the next attempt fails (and is retried by the worker) and the one
+// after prepares them again.
+func TestStatementsPreparedAgain(t *testing.T) {
+	conn := connect(t)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, `INSERT INTO orders (id, status) VALUES ('o-1', 'created')`); err != nil {
+		t.Fatal(err)
+	}
+	h, err := compile(t, conn, strings.Replace(handlersYAML, "%s", "skip", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func() error {
+		_, err := worker.ApplyOnce(ctx, conn, "c", h, event("order.created", "o-1", `{}`))
+		return err
+	}
+	if err := apply(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.PgConn().Exec(ctx, `DEALLOCATE ALL`).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	// pgx's own statement cache (the inbox insert) and the handler's each
+	// cost one failed attempt at most.
+	for attempt := 1; ; attempt++ {
+		err := apply()
+		if err == nil {
+			break
+		}
+		if worker.IsPermanent(err) || attempt == 3 {
+			t.Fatalf("attempt %d after DEALLOCATE ALL: %v", attempt, err)
+		}
+	}
+	if err := apply(); err != nil {
+		t.Fatalf("prepared statements not reused: %v", err)
+	}
+}

@@ -18,6 +18,21 @@
 //	  order.created:
 //	    sql: UPDATE orders SET status = 'processed', updated_at = now() WHERE id = $1
 //	    expect_rows: 1
+//	    batch_sql: >
+//	      UPDATE orders o SET status = 'processed', updated_at = now()
+//	      FROM unnest($1::text[]) AS e(id) WHERE o.id = e.id
+//
+// Statements are prepared once per connection. In batch mode the statements
+// of a batch's events are pipelined in one round trip. batch_sql, optional,
+// is the set-based form of sql: the same five parameters as arrays, one
+// element per event in offset order ($1 text[], $2 jsonb[], $3 uuid[],
+// $4 text[], $5 jsonb[]). It must have the effect of running sql for each
+// event in turn. The worker uses it for consecutive events of the type,
+// never giving it the same aggregate twice (a repeat starts a new
+// statement), so every aggregate's events still apply in order. It is
+// checked in total (at least expect_rows times the events); when it falls
+// short the batch is redone one event at a time with sql, which checks
+// each event alone.
 package sqlhandler
 
 import (
@@ -48,6 +63,8 @@ type Spec struct {
 type Statement struct {
 	SQL        string `yaml:"sql"`
 	ExpectRows *int   `yaml:"expect_rows"` // nil: 1
+	// BatchSQL is the optional set-based form of SQL (see the package doc).
+	BatchSQL string `yaml:"batch_sql"`
 }
 
 // MinRows is the least number of rows the statement must affect.

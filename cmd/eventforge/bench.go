@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eventforge/eventforge/internal/bench"
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/pgconn"
+)
+
+func newBenchCmd() *cobra.Command {
+	var (
+		pg                     pgFlags
+		lf                     logFlags
+		brokers, stages, rates string
+		cfg                    bench.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the relay and the worker on real services and compare with pg_recvlogical (docs/bench.md)",
+		Long: `Measure EventForge on the PostgreSQL cluster and Kafka broker given (make bench uses the local ones).
+Each measurement gets a fresh database (and drops it, with its slots, at the end) and fresh topics.
+
+  drain   write --events outbox events with no reader (1,000-row transactions, then single-row
+          transactions with an orders row), drain the same WAL with pg_recvlogical and with the relay
+          (cdc run subprocess), each from its own slot; report both rates and their ratio
+  steady  an open-loop writer at each of --rates while the relay runs; commit-to-ack p50/p99/p99.9
+          from the relay's eventforge_cdc_commit_to_ack_seconds, maximum slot lag
+  worker  pre-fill a topic, then time worker run (subprocess) in batch mode and one by one
+
+CPU seconds per million events and peak RSS are the relay's or worker's. Prints a table with the
+targets of issue 7 (PASS/MISS) and writes JSON.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := lf.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := pg.validate(); err != nil {
+				return err
+			}
+			if cfg.Stages, err = bench.ParseStages(stages); err != nil {
+				return err
+			}
+			if cfg.Rates, err = bench.ParseRates(rates); err != nil {
+				return err
+			}
+			if cfg.Binary, err = os.Executable(); err != nil {
+				return fmt.Errorf("find own binary: %w", err)
+			}
+			cfg.PGURL, cfg.Brokers = pg.url, kafka.ParseBrokers(brokers)
+			cfg.Command, cfg.Version = commandLine(), version
+			cfg.Out, cfg.Log = cmd.OutOrStdout(), log
+			_, err = bench.Run(cmd.Context(), cfg)
+			return err
+		},
+	}
+	pg.register(cmd)
+	lf.register(cmd.Flags())
+	fs := cmd.Flags()
+	fs.StringVar(&brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
+	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker")
+	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")
+	fs.DurationVar(&cfg.SteadyDuration, "steady-duration", bench.DefaultSteadyDuration, "how long each steady-state rate runs")
+	fs.StringVar(&rates, "rates", bench.DefaultRates, "steady-state rates, comma-separated EVENTS_PER_SEC[/ROWS_PER_TXN]; single-row transactions also insert an order")
+	fs.IntVar(&cfg.WorkerEvents, "worker-events", bench.DefaultWorkerEvents, "events applied by the worker in batch mode")
+	fs.IntVar(&cfg.WorkerSingleEvents, "worker-single-events", bench.DefaultWorkerSingleEvents, "events applied by the worker one by one (--batch-size 1)")
+	fs.IntVar(&cfg.Writers, "writers", bench.DefaultWriters, "connections of the steady-state writer")
+	fs.DurationVar(&cfg.StatusInterval, "relay-status-interval", bench.DefaultStatusInterval, "--status-interval of the relay: how often it confirms, so how exactly drain ends and slot lag are seen")
+	fs.StringVar(&cfg.RecvLogical, "pg-recvlogical", "", "pg_recvlogical binary (default: from pg_config --bindir, PATH or /usr/lib/postgresql/*/bin)")
+	fs.StringVar(&cfg.JSONOut, "json-out", bench.DefaultJSONOut, "where the JSON results go (subprocess logs go to logs/ next to it)")
+	fs.StringVar(&cfg.PprofDir, "pprof-dir", "", "write 20 s CPU profiles of the relay and worker here, when they serve /debug/pprof (empty: none)")
+	annotateEnv(cmd)
+	return cmd
+}
+
+// commandLine is how the bench was started, for the report; the PostgreSQL
+// URL's password never appears in it.
+func commandLine() string {
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		args[i] = a
+		if strings.Contains(a, "://") {
+			args[i] = pgconn.Redact(a)
+		}
+	}
+	return strings.Join(args, " ")
+}

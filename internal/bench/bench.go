@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+//go:embed handlers.yaml
+var handlersYAML []byte
+
+// runner holds what every stage shares.
+type runner struct {
+	cfg          Config
+	broker       *broker
+	logDir       string
+	recvLogical  string
+	relayPprof   *pprofFlag // nil: cdc run has no --pprof flag
+	workerPprof  *pprofFlag
+	handlersPath string
+}
+
+// Run runs the selected stages, prints the table to cfg.Out, writes the JSON
+// to cfg.JSONOut and returns the report. A stage that fails is recorded in
+// its rows (Error) and the others still run; the returned error then says
+// which failed.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	rep := &Report{Date: began.UTC(), Command: cfg.Command, Config: Settings{
+		Stages: cfg.Stages, Events: cfg.Events, SteadyDuration: cfg.SteadyDuration.String(), Rates: cfg.Rates,
+		WorkerEvents: cfg.WorkerEvents, WorkerSingleEvents: cfg.WorkerSingleEvents, Writers: cfg.Writers,
+		StatusInterval: cfg.StatusInterval.String(),
+	}}
+	r := &runner{cfg: cfg, logDir: filepath.Join(filepath.Dir(cfg.JSONOut), "logs")}
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log folder: %w", err)
+	}
+	if slices.Contains(cfg.Stages, StageDrain) {
+		var err error
+		if r.recvLogical, err = findRecvLogical(cfg.RecvLogical); err != nil {
+			return nil, err
+		}
+	}
+	r.handlersPath = filepath.Join(r.logDir, "handlers.yaml")
+	if err := os.WriteFile(r.handlersPath, handlersYAML, 0o644); err != nil {
+		return nil, fmt.Errorf("write handlers file: %w", err)
+	}
+	if cfg.PprofDir != "" {
+		if err := os.MkdirAll(cfg.PprofDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create profile folder: %w", err)
+		}
+		if f, ok := findPprofFlag(ctx, cfg.Binary, "cdc", "run"); ok {
+			r.relayPprof = &f
+		}
+		if f, ok := findPprofFlag(ctx, cfg.Binary, "worker", "run"); ok {
+			r.workerPprof = &f
+		}
+	}
+	var err error
+	if r.broker, err = newBroker(cfg.Brokers); err != nil {
+		return nil, err
+	}
+	defer r.broker.close()
+	rep.Machine = describeMachine(ctx, cfg.PGURL, cfg.Version)
+
+	var failed []string
+	for _, stage := range cfg.Stages {
+		cfg.Log.Info("stage starting", "stage", stage)
+		var rows []Row
+		switch stage {
+		case StageDrain:
+			rows = r.drain(ctx)
+		case StageSteady:
+			rows = r.steady(ctx)
+		case StageWorker:
+			rows = r.worker(ctx)
+		}
+		for _, row := range rows {
+			cfg.Log.Info("measured", "stage", row.Stage, "shape", row.Shape, "events", row.Events,
+				"events_per_sec", int64(row.EventsPerSec), "error", row.Error)
+			if row.Error != "" {
+				failed = append(failed, row.Stage+" "+row.Shape)
+			}
+		}
+		rep.Results = append(rep.Results, rows...)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rep.Targets = Evaluate(rep.Results)
+	rep.Seconds = time.Since(began).Seconds()
+	if err := rep.WriteTable(cfg.Out); err != nil {
+		return rep, err
+	}
+	if err := rep.WriteJSON(cfg.JSONOut); err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(cfg.Out, "\nJSON: %s   logs: %s\n", cfg.JSONOut, r.logDir)
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	if len(failed) > 0 {
+		return rep, fmt.Errorf("bench: %d measurement(s) failed: %v", len(failed), failed)
+	}
+	return rep, nil
+}
+
+// profiling starts a CPU profile of p while it works, when profiles are
+// asked for; the returned function waits for it and says where it went (or
+// why there is none).
+func (r *runner) profiling(ctx context.Context, p *proc, addr, name string) func() (string, string) {
+	if r.cfg.PprofDir == "" {
+		return func() (string, string) { return "", "" }
+	}
+	path := filepath.Join(r.cfg.PprofDir, name+".cpu.pprof")
+	done := make(chan error, 1)
+	go func() {
+		// The process may not listen yet: wait for its HTTP server first.
+		err := poll(ctx, 30*time.Second, 20*time.Millisecond, p.name+" serving HTTP", func() (bool, error) {
+			_, code, err := p.get(ctx, "/healthz")
+			return err == nil && code > 0, p.exitedErr()
+		})
+		if err == nil {
+			err = p.cpuProfile(ctx, addr, 20, path)
+		}
+		done <- err
+	}()
+	return func() (string, string) {
+		if err := <-done; err != nil {
+			return "", "no profile: " + err.Error()
+		}
+		return path, ""
+	}
+}
+
+// pprofArgs are the flags that make cmd serve /debug/pprof and the address
+// to fetch profiles from ("" = the metrics address).
+func pprofArgs(f *pprofFlag) ([]string, string) {
+	if f == nil {
+		return nil, ""
+	}
+	args, addr, err := f.args()
+	if err != nil {
+		return nil, ""
+	}
+	return args, addr
+}
+
+// errText is err's message for a row, or "".
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, context.Canceled) {
+		return "interrupted"
+	}
+	return err.Error()
+}

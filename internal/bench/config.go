@@ -1,0 +1,138 @@
+// Package bench measures EventForge on real services (issue 7): how fast the
+// relay drains a backlog compared with pg_recvlogical on the same WAL, its
+// commit-to-ack latency and slot lag under an open-loop writer, and how fast
+// the worker applies a pre-filled topic — each with the CPU time and peak RSS
+// of the relay or worker subprocess. It prints a table and writes JSON.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults of the bench (the sizes of issue 7).
+const (
+	DefaultEvents             = 1_000_000
+	DefaultSteadyDuration     = 60 * time.Second
+	DefaultRates              = "1000,5000,10000,5000/10,50000/100"
+	DefaultWorkerEvents       = 1_000_000
+	DefaultWorkerSingleEvents = 100_000
+	DefaultWriters            = 32
+	DefaultStatusInterval     = 100 * time.Millisecond
+	DefaultJSONOut            = ".eventforge/bench/results.json"
+	DefaultStages             = "drain,steady,worker"
+)
+
+// Shape and mode names in the results.
+const (
+	ShapeBulk   = "1000-row txns"
+	ShapeSingle = "single-row txns"
+	ModeBatch   = "batch"
+	ModeSingle  = "one-by-one"
+)
+
+// Config is one bench run.
+type Config struct {
+	PGURL   string   // admin URL of the cluster; each measurement gets a fresh database on it
+	Brokers []string // Kafka bootstrap brokers
+	Binary  string   // the eventforge binary run as relay and worker
+
+	Stages             []string
+	Events             int           // drain backlog per shape
+	SteadyDuration     time.Duration // per rate
+	Rates              []Rate
+	WorkerEvents       int // batch mode
+	WorkerSingleEvents int // one by one
+	Writers            int // connections of the steady-state writer
+	StatusInterval     time.Duration
+	RecvLogical        string // pg_recvlogical; empty: found on PATH or under /usr/lib/postgresql
+	JSONOut            string
+	PprofDir           string // CPU profiles of the relay and worker, when they serve /debug/pprof
+	Command            string // the command line, for the report
+	Version            string // of the binary, for the report
+
+	Out io.Writer // the table
+	Log *slog.Logger
+}
+
+// ParseStages reads a comma-separated subset of drain, steady, worker.
+func ParseStages(s string) ([]string, error) {
+	var out []string
+	for _, st := range strings.Split(s, ",") {
+		st = strings.TrimSpace(st)
+		switch st {
+		case "":
+			continue
+		case StageDrain, StageSteady, StageWorker:
+			if !slices.Contains(out, st) {
+				out = append(out, st)
+			}
+		default:
+			return nil, fmt.Errorf("unknown stage %q: want drain, steady or worker", st)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no stages selected")
+	}
+	return out, nil
+}
+
+// Validate reports a configuration that cannot run.
+func (c *Config) Validate() error {
+	switch {
+	case c.PGURL == "":
+		return errors.New("no PostgreSQL URL: set --pg-url or EVENTFORGE_PG_URL")
+	case len(c.Brokers) == 0:
+		return errors.New("no Kafka brokers: set --kafka-brokers or EVENTFORGE_KAFKA_BROKERS")
+	case c.Binary == "":
+		return errors.New("no eventforge binary to run the relay and worker")
+	case c.Events <= 0 || c.WorkerEvents <= 0 || c.WorkerSingleEvents <= 0:
+		return errors.New("--events, --worker-events and --worker-single-events must be positive")
+	case c.SteadyDuration <= 0 || c.Writers <= 0 || c.StatusInterval <= 0:
+		return errors.New("--steady-duration, --writers and --relay-status-interval must be positive")
+	case len(c.Stages) == 0:
+		return errors.New("no stages selected")
+	case c.JSONOut == "":
+		return errors.New("--json-out must name a file")
+	}
+	if slices.Contains(c.Stages, StageSteady) && len(c.Rates) == 0 {
+		return errors.New("no --rates for the steady stage")
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// findRecvLogical returns pg_recvlogical: the configured one, the one next to
+// pg_config's --bindir, on PATH, or the newest under /usr/lib/postgresql.
+func findRecvLogical(configured string) (string, error) {
+	if configured != "" {
+		return exec.LookPath(configured)
+	}
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		p := filepath.Join(strings.TrimSpace(string(out)), "pg_recvlogical")
+		if _, err := exec.LookPath(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("pg_recvlogical"); err == nil {
+		return p, nil
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_recvlogical")
+	if len(found) == 0 {
+		return "", errors.New("pg_recvlogical not found (install the PostgreSQL client binaries or set --pg-recvlogical)")
+	}
+	slices.Sort(found) // lexical; good enough for 13..19
+	return found[len(found)-1], nil
+}

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// drainWriters is how many connections write the backlog.
+const drainWriters = 4
+
+// drainTimeout bounds each reader of a backlog.
+const drainTimeout = time.Hour
+
+// drain measures both backlog shapes.
+func (r *runner) drain(ctx context.Context) []Row {
+	var rows []Row
+	for _, shape := range []backlogShape{{Name: ShapeBulk, RowsPerTxn: 1000}, {Name: ShapeSingle, RowsPerTxn: 1}} {
+		row := r.drainShape(ctx, shape)
+		row.LoadAvg = loadAverage()
+		rows = append(rows, row)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rows
+}
+
+// drainShape writes the backlog with no reader running, then reads the same
+// WAL with pg_recvlogical and with the relay, each from its own slot created
+// before the writes, and compares the rates.
+func (r *runner) drainShape(ctx context.Context, shape backlogShape) Row {
+	row := Row{Stage: StageDrain, Shape: shape.Name, Events: int64(r.cfg.Events)}
+	if err := r.drainInto(ctx, shape, &row); err != nil {
+		row.Error = errText(err)
+	}
+	return row
+}
+
+func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) error {
+	log := r.cfg.Log.With("stage", StageDrain, "shape", shape.Name)
+	db, err := newDatabase(ctx, r.cfg.PGURL)
+	if err != nil {
+		return err
+	}
+	defer db.drop()
+	tag := uniqueName("d")
+	recvSlot, relaySlot := tag+"_recv", tag+"_relay"
+	for _, s := range []string{recvSlot, relaySlot} {
+		if err := db.createSlot(ctx, s); err != nil {
+			return err
+		}
+	}
+
+	pool, err := db.writerPool(ctx, drainWriters, true)
+	if err != nil {
+		return err
+	}
+	log.Info("writing backlog", "events", r.cfg.Events, "database", db.name)
+	wrote := time.Now()
+	err = writeBacklog(ctx, pool, shape, r.cfg.Events, drainWriters, tag)
+	pool.Close()
+	if err != nil {
+		return err
+	}
+	writeSecs := time.Since(wrote).Seconds()
+	end, err := db.endMarker(ctx)
+	if err != nil {
+		return err
+	}
+	row.EndLSN = end.String()
+	row.Note = fmt.Sprintf("backlog written in %.1f s", writeSecs)
+
+	log.Info("draining with pg_recvlogical", "end_lsn", end)
+	recvSecs, err := r.recvLogicalDrain(ctx, db.url, recvSlot, end.String())
+	if err != nil {
+		return err
+	}
+	row.RecvLogicalRan = true
+	row.RecvLogicalSeconds = f64(recvSecs)
+	row.RecvLogicalPerSec = f64(float64(r.cfg.Events) / recvSecs)
+
+	prefix := tag + "."
+	if err := r.broker.createTopic(ctx, prefix+"orders"); err != nil {
+		return err
+	}
+	log.Info("draining with the relay")
+	p, profAddr, err := r.startRelay(db.url, relaySlot, prefix, "drain-"+strings.ReplaceAll(shape.Name, " ", "-"))
+	if err != nil {
+		return err
+	}
+	defer p.stop(time.Minute) //nolint:errcheck // stopped explicitly below; this only covers early returns
+	profile := r.profiling(ctx, p, profAddr, "relay-drain-"+fmt.Sprint(shape.RowsPerTxn))
+	if err := db.waitConfirmed(ctx, relaySlot, end, drainTimeout, p.exitedErr); err != nil {
+		return err
+	}
+	secs := time.Since(p.started).Seconds()
+	u, err := p.usage()
+	if err != nil {
+		return err
+	}
+	row.SlotReachedEnd = true
+	if c, err := db.confirmed(ctx, relaySlot); err == nil {
+		row.ConfirmedLSN = c.String()
+	}
+	row.Seconds = secs
+	row.EventsPerSec = float64(r.cfg.Events) / secs
+	row.Ratio = f64(row.EventsPerSec / *row.RecvLogicalPerSec)
+	r.setUsage(row, u, int64(r.cfg.Events))
+	n, err := r.broker.records(prefix + "orders")
+	if err != nil {
+		return err
+	}
+	row.KafkaRecords = i64(n)
+	path, note := profile()
+	row.Profile = path
+	row.Note = joinNote(row.Note, note)
+	if err := p.stop(time.Minute); err != nil {
+		return fmt.Errorf("stop relay: %w", err)
+	}
+	if n < int64(r.cfg.Events) {
+		return fmt.Errorf("%d records in Kafka, want at least %d", n, r.cfg.Events)
+	}
+	return nil
+}
+
+// recvLogicalDrain runs pg_recvlogical from slot to end (pgoutput, output to
+// /dev/null) and returns its wall time.
+func (r *runner) recvLogicalDrain(ctx context.Context, url, slot, end string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.recvLogical, "-d", url, "--start", "-S", slot, "-P", "pgoutput",
+		"-o", "proto_version=1", "-o", "publication_names="+publication, "-o", "messages=true",
+		"--endpos="+end, "--no-loop", "-f", "/dev/null")
+	began := time.Now()
+	out, err := cmd.CombinedOutput()
+	secs := time.Since(began).Seconds()
+	if err != nil {
+		return 0, fmt.Errorf("pg_recvlogical: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	return secs, nil
+}
+
+// startRelay runs `eventforge cdc run` on slot with topics behind prefix.
+func (r *runner) startRelay(url, slot, prefix, name string) (*proc, string, error) {
+	args := []string{"cdc", "run", "--pg-url", url, "--kafka-brokers", strings.Join(r.cfg.Brokers, ","),
+		"--slot", slot, "--topic-prefix", prefix, "--status-interval", r.cfg.StatusInterval.String()}
+	extra, profAddr := pprofArgs(r.relayPprof)
+	p, err := startProc(r.cfg.Binary, "relay-"+name, r.logDir, append(args, extra...)...)
+	return p, profAddr, err
+}
+
+// setUsage fills the CPU and memory columns for events handled.
+func (r *runner) setUsage(row *Row, u usage, events int64) {
+	row.CPUSeconds = f64(u.CPUSeconds)
+	if events > 0 {
+		row.CPUPerM = f64(u.CPUSeconds / float64(events) * 1e6)
+	}
+	row.PeakRSSMB = f64(float64(u.PeakRSS) / (1 << 20))
+}

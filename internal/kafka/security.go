@@ -1,0 +1,224 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
+)
+
+// SASL mechanisms EventForge speaks.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
+	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+)
+
+// Security is the transport security every client of a Config uses. The
+// zero value is plaintext without authentication.
+type Security struct {
+	TLS  *TLSConfig  // nil: plaintext
+	SASL *SASLConfig // nil: no authentication
+}
+
+// TLSConfig is a TLS connection to the brokers, from PEM files. Without a CA
+// file the system roots verify the brokers; verification is never skipped.
+type TLSConfig struct {
+	CAFile     string // PEM CA bundle trusted for broker certificates
+	CertFile   string // PEM client certificate (mutual TLS), with KeyFile
+	KeyFile    string // PEM private key of CertFile
+	ServerName string // name checked in the broker certificate; default: the broker host
+
+	loaded *tls.Config // set by Load
+}
+
+// SASLConfig authenticates to the brokers.
+type SASLConfig struct {
+	Mechanism string // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+	User      string
+	Password  string
+}
+
+// Validate reports a security configuration that cannot work. It reads the
+// TLS files, so a missing or malformed file is reported before any dial.
+func (s *Security) Validate() error {
+	if s.TLS != nil {
+		if err := s.TLS.Load(); err != nil {
+			return err
+		}
+	}
+	if s.SASL != nil {
+		return s.SASL.Validate()
+	}
+	return nil
+}
+
+// Load reads and checks the PEM files; Validate calls it.
+func (t *TLSConfig) Load() error {
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return errors.New("kafka TLS: --kafka-tls-cert-file and --kafka-tls-key-file go together")
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return fmt.Errorf("read kafka TLS CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("kafka TLS CA file %s holds no PEM certificate", t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			// The error names neither file's content, only what is wrong.
+			return fmt.Errorf("load kafka TLS client certificate %s: %w", t.CertFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	t.loaded = tc
+	return nil
+}
+
+// Validate reports a SASL configuration that cannot work. The password
+// never appears in its errors.
+func (s *SASLConfig) Validate() error {
+	switch s.Mechanism {
+	case MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512:
+	default:
+		return fmt.Errorf("invalid --kafka-sasl-mechanism %q: want %s, %s or %s",
+			s.Mechanism, MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512)
+	}
+	if s.User == "" {
+		return fmt.Errorf("kafka SASL %s needs a user: set --kafka-sasl-user", s.Mechanism)
+	}
+	if s.Password == "" {
+		return fmt.Errorf("kafka SASL %s needs a password: set --kafka-sasl-password or --kafka-sasl-password-file", s.Mechanism)
+	}
+	return nil
+}
+
+// ReadPasswordFile returns the content of a secret file without its
+// trailing newlines (as written by echo or a secrets mount).
+func ReadPasswordFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read password file: %w", err)
+	}
+	pw := strings.TrimRight(string(b), "\r\n")
+	if pw == "" {
+		return "", fmt.Errorf("password file %s is empty", path)
+	}
+	return pw, nil
+}
+
+// apply sets TLS and SASL on a sarama configuration. A TLS file that cannot
+// be loaded leaves TLS on with an empty trust store, so connections fail
+// rather than fall back to plaintext; Validate reports the cause first.
+func (s *Security) apply(sc *sarama.Config) {
+	if s.TLS != nil {
+		tc := s.TLS.loaded
+		if tc == nil { // not validated: load a copy, never plaintext
+			t := *s.TLS
+			if err := t.Load(); err != nil {
+				t.loaded = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
+			}
+			tc = t.loaded
+		}
+		sc.Net.TLS.Enable = true
+		sc.Net.TLS.Config = tc.Clone()
+	}
+	if s.SASL == nil {
+		return
+	}
+	sc.Net.SASL.Enable = true
+	sc.Net.SASL.Handshake = true
+	sc.Net.SASL.Version = sarama.SASLHandshakeV1
+	sc.Net.SASL.User = s.SASL.User
+	sc.Net.SASL.Password = s.SASL.Password
+	switch s.SASL.Mechanism {
+	case MechanismSCRAMSHA256:
+		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
+		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA256} }
+	case MechanismSCRAMSHA512:
+		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
+	default:
+		sc.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+	}
+}
+
+// scramClient adapts xdg-go/scram to sarama's SCRAMClient.
+type scramClient struct {
+	hash scram.HashGeneratorFcn
+	conv *scram.ClientConversation
+}
+
+func (c *scramClient) Begin(user, password, authzID string) error {
+	client, err := c.hash.NewClient(user, password, authzID)
+	if err != nil {
+		return fmt.Errorf("start SCRAM conversation: %w", err)
+	}
+	c.conv = client.NewConversation()
+	return nil
+}
+
+func (c *scramClient) Step(challenge string) (string, error) { return c.conv.Step(challenge) }
+
+func (c *scramClient) Done() bool { return c.conv.Done() }
+
+// Explain adds a hint to Kafka errors a retry cannot fix: failed SASL
+// authentication and an untrusted or mismatched broker certificate. Other
+// errors are returned unchanged.
+func Explain(err error) error {
+	var done *explained
+	if errors.As(err, &done) {
+		return err
+	}
+	if h := hint(err); h != "" {
+		return &explained{hint: h, err: err}
+	}
+	return err
+}
+
+// explained is an error with its hint, added once.
+type explained struct {
+	hint string
+	err  error
+}
+
+func (e *explained) Error() string { return e.hint + ": " + e.err.Error() }
+func (e *explained) Unwrap() error { return e.err }
+
+// Unrecoverable reports an error no retry can fix: wrong credentials or an
+// untrusted broker certificate.
+func Unrecoverable(err error) bool { return hint(err) != "" }
+
+func hint(err error) string {
+	if err == nil {
+		return ""
+	}
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
+		return "kafka SASL authentication failed (check --kafka-sasl-mechanism, --kafka-sasl-user and the password)"
+	case !errors.Is(err, sarama.ErrOutOfBrokers):
+		return "" // a certificate error of another connection (PostgreSQL)
+	case errors.As(err, &unknownCA):
+		return "kafka TLS: broker certificate signed by an unknown authority (check --kafka-tls-ca-file)"
+	case errors.As(err, &hostname):
+		return "kafka TLS: broker certificate does not match the host (check --kafka-tls-server-name)"
+	case errors.As(err, &invalid):
+		return "kafka TLS: broker certificate is invalid"
+	}
+	return ""
+}
