@@ -14,6 +14,7 @@ type metrics struct {
 	publishErrors prometheus.Counter
 	confirmedLSN  prometheus.Gauge
 	commitToAck   prometheus.Histogram
+	commitToRecv  prometheus.Histogram
 	slotLag       *prometheus.GaugeVec // slot
 	slotGauges    *slots.Gauges        // active, wal_status, safe WAL size
 	slotRetained  *prometheus.GaugeVec // slot
@@ -55,6 +56,11 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		commitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "eventforge_cdc_commit_to_ack_seconds",
 			Help:    "Time from the transaction's commit timestamp to the broker's ack of its event.",
+			Buckets: commitToAckBuckets(),
+		}),
+		commitToRecv: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "eventforge_cdc_commit_to_receive_seconds",
+			Help:    "Time from the transaction's commit timestamp to the relay's receipt of its first event: the server's share of commit-to-ack.",
 			Buckets: commitToAckBuckets(),
 		}),
 		slotLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -123,7 +129,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.published, m.publishedB, m.publishErrors, m.confirmedLSN, m.commitToAck, m.slotLag, m.slotRetained,
+		m.published, m.publishedB, m.publishErrors, m.confirmedLSN, m.commitToAck, m.commitToRecv, m.slotLag, m.slotRetained,
 		m.receivedLSN, m.inFlightEvents, m.inFlightBytes, m.sessions, m.sessionErrors,
 		m.heartbeatsSent, m.heartbeatsSeen, m.rejected, m.ignored, m.standby, m.streaming,
 		m.transactions, m.statusUpdates, m.backpressureSec,

@@ -155,6 +155,9 @@ func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 	case pgoutput.KindBegin:
 		s.tr.Begin()
 		s.commitTime = it.CommitTime
+		if !it.CommitTime.IsZero() {
+			s.m.commitToRecv.Observe(time.Since(it.CommitTime).Seconds())
+		}
 	case pgoutput.KindEvent:
 		return s.publish(ctx, it.Event, x.WALStart)
 	case pgoutput.KindCommit:

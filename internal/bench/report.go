@@ -51,6 +51,10 @@ type Row struct {
 	PeakRSSMB   *float64 `json:"peak_rss_mb,omitempty"`
 	WriterP50Ms *float64 `json:"writer_commit_p50_ms,omitempty"`
 	WriterP99Ms *float64 `json:"writer_commit_p99_ms,omitempty"`
+	// ServerP50Ms and ServerP99Ms are the server's share of the latency:
+	// commit timestamp to the relay's receipt (commit_to_receive).
+	ServerP50Ms *float64 `json:"server_p50_ms,omitempty"`
+	ServerP99Ms *float64 `json:"server_p99_ms,omitempty"`
 	LoadAvg     float64  `json:"load_average_1m"` // of the machine when the measurement ended
 	Profile     string   `json:"profile,omitempty"`
 	Note        string   `json:"note,omitempty"`

@@ -80,6 +80,9 @@ func TestBenchSmoke(t *testing.T) {
 		s.P50Ms == nil || s.P99Ms == nil || s.P999Ms == nil || *s.P50Ms > *s.P99Ms || s.MaxSlotLag == nil {
 		t.Errorf("steady: every written event must have a latency sample and the quantiles must order: %+v", s)
 	}
+	if s.ServerP50Ms == nil || s.ServerP99Ms == nil || *s.ServerP50Ms > *s.ServerP99Ms {
+		t.Errorf("steady: the server's share (commit_to_receive) must be measured: %+v", s)
+	}
 	for _, r := range byStage["worker"] {
 		if r.Applied == nil || *r.Applied != workerEvents || r.EventsPerSec <= 0 || r.PeakRSSMB == nil {
 			t.Errorf("worker %s: applied %v of %d at %.0f events/s", r.Shape, r.Applied, workerEvents, r.EventsPerSec)

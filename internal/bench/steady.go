@@ -11,6 +11,10 @@ import (
 // commitToAck is the relay's latency histogram (the contract's name).
 const commitToAck = "eventforge_cdc_commit_to_ack_seconds"
 
+// commitToReceive is the server's share of commitToAck: commit timestamp to
+// the relay's receipt of the transaction's Begin.
+const commitToReceive = "eventforge_cdc_commit_to_receive_seconds"
+
 // catchUpTimeout bounds the wait for the relay to confirm a stage's writes.
 const catchUpTimeout = 10 * time.Minute
 
@@ -96,6 +100,7 @@ func (r *runner) steadyRate(ctx context.Context, db *database, pool *pgxpool.Poo
 	if err != nil {
 		return err
 	}
+	s0, serr := p.histogram(ctx, commitToReceive) // optional: older relays lack it
 	lagCtx, stopLag := context.WithCancel(ctx)
 	maxLag := watchLag(lagCtx, db, slot)
 
@@ -123,6 +128,10 @@ func (r *runner) steadyRate(ctx context.Context, db *database, pool *pgxpool.Poo
 	if err != nil {
 		return err
 	}
+	if s1, err := p.histogram(ctx, commitToReceive); serr == nil && err == nil {
+		sd := s1.Sub(s0)
+		row.ServerP50Ms, row.ServerP99Ms = f64(1000*sd.Quantile(0.5)), f64(1000*sd.Quantile(0.99))
+	}
 
 	row.Events = events
 	row.Seconds = r.cfg.SteadyDuration.Seconds()
@@ -138,6 +147,9 @@ func (r *runner) steadyRate(ctx context.Context, db *database, pool *pgxpool.Poo
 	row.Note = fmt.Sprintf("writer: %d of %d txns, %d dropped, %d failed, max start delay %s, commit p50/p99 %.1f/%.1f ms",
 		res.Done, res.Scheduled, res.Dropped, res.Errors, res.MaxBehind.Round(time.Millisecond),
 		ms(res.commitQuantile(0.5)), ms(res.commitQuantile(0.99)))
+	if row.ServerP99Ms != nil {
+		row.Note += fmt.Sprintf("; server share (commit to receipt) p50/p99 %.1f/%.1f ms", *row.ServerP50Ms, *row.ServerP99Ms)
+	}
 	if res.Errors > 0 {
 		return fmt.Errorf("%d transactions failed", res.Errors)
 	}
