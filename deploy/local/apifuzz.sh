@@ -27,9 +27,25 @@ start=$SECONDS
 # schemathesis, pinned, in a venv under .eventforge (PyPI; pip caches in ~/.cache).
 schemathesis_version=4.32.5
 venv=$state/venv
-if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -qF "$schemathesis_version"; then
-	log "installing schemathesis $schemathesis_version into $venv"
-	python3 -m venv --clear "$venv" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+
+# good_python: CPython 3.11.0-3.11.4 (Debian 12's python3 is 3.11.2) can fail
+# ast.parse deep in a call stack with "AST constructor recursion depth
+# mismatch" (fixed in 3.11.5), which hypothesis does while describing its
+# strategies: a crash of the tool, not a finding. Prefer a fixed interpreter.
+good_python() { "$1" -c 'import sys, ensurepip; sys.exit(sys.version_info < (3, 11, 5))' 2>/dev/null; }
+pick_python() {
+	local c
+	for c in ${APIFUZZ_PYTHON:-} python3 python3.13 python3.12 "$HOME"/.pyenv/versions/3.1[1-9]*/bin/python3; do
+		if command -v "$c" >/dev/null 2>&1 && good_python "$c"; then echo "$c"; return; fi
+	done
+	log "warning: no Python >= 3.11.5 with venv support found; using python3"
+	echo python3
+}
+if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -qF "$schemathesis_version" ||
+	! good_python "$venv/bin/python"; then
+	python=$(pick_python)
+	log "installing schemathesis $schemathesis_version into $venv (with $("$python" --version 2>&1))"
+	"$python" -m venv --clear "$venv" || die "$python -m venv failed (Debian: apt-get install python3-venv)"
 	"$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
 fi
 py=$venv/bin/python
