@@ -12,12 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/eventforge/eventforge/internal/testenv"
 )
 
 const testToken = "tok-Secret-0123456789abcdef"
@@ -27,7 +28,7 @@ const testToken = "tok-Secret-0123456789abcdef"
 // metrics and the document stay open.
 func TestBearerToken(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testenv.Buffer
 	a := newTestAPI(t, func(_ *pgStore, c *Config) { c.Token = testToken })
 	a.srv.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	body := orderBody("", "Ada", 1, "EUR")
@@ -158,7 +159,7 @@ func (panicWriter) insertEvent(context.Context, pgx.Tx, uuid.UUID, orderRequest,
 // Authorization header) and leaves the server serving.
 func TestPanicAnswers500WithoutDetails(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs testenv.Buffer
 	a := newTestAPI(t, func(s *pgStore, c *Config) { s.w = panicWriter{sqlWriter{}}; c.Token = testToken })
 	a.srv.log = slog.New(slog.NewTextHandler(&logs, nil))
 	r := a.post(t, orderBody("p-1", "Ada", 1, "EUR"), "Authorization", "Bearer "+testToken)
@@ -312,22 +313,4 @@ func serveReal(t *testing.T, a *testAPI) string {
 		}
 	})
 	return "http://" + ln.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger used by many requests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/eventforge/eventforge/internal/testenv"
 )
 
 func TestReadyz(t *testing.T) {
@@ -24,7 +25,7 @@ func TestReadyz(t *testing.T) {
 
 	const password = "s3cret-Passw0rd"
 	unreachable, err := pgxpool.New(context.Background(),
-		"postgres://eventforge:"+password+"@"+freeAddr(t)+"/eventforge?sslmode=disable&connect_timeout=1")
+		"postgres://eventforge:"+password+"@"+testenv.FreeAddr(t)+"/eventforge?sslmode=disable&connect_timeout=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,16 +71,4 @@ func TestReadyz(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freeAddr returns a loopback address nothing listens on (just now).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }

@@ -23,23 +23,11 @@ func TestBinaryServesAndExitsZeroOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	dbURL := newDatabase(t)
 	bin := testenv.Binary(t)
-	httpAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	httpAddr, metricsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 
 	cmd := exec.Command(bin, "api", "run", "--metrics-addr", metricsAddr, "--log-format", "json")
 	cmd.Env = append(os.Environ(), "EVENTFORGE_PG_URL="+dbURL, "EVENTFORGE_HTTP_ADDR="+httpAddr)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited, stderr := startAPI(t, cmd)
 
 	waitReady(t, "http://"+httpAddr+"/readyz", exited)
 	waitReady(t, "http://"+metricsAddr+"/readyz", exited)
@@ -62,6 +50,26 @@ func TestBinaryServesAndExitsZeroOnSIGTERM(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no exit 20 s after SIGTERM; stderr:\n%s", stderr.String())
 	}
+}
+
+// startAPI starts cmd, an `eventforge api run`, and kills it at cleanup if it
+// is still running. exited gets its Wait result; stderr collects its log.
+func startAPI(t *testing.T, cmd *exec.Cmd) (exited chan error, stderr *testenv.Buffer) {
+	t.Helper()
+	stderr = &testenv.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	return exited, stderr
 }
 
 func waitReady(t *testing.T, url string, exited <-chan error) {
@@ -160,23 +168,11 @@ func TestBinaryBearerTokenFromFile(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	cmd := exec.Command(bin, "api", "run", "--log-level", "debug")
 	cmd.Env = append(withoutEventforgeEnv(os.Environ()), "EVENTFORGE_PG_URL="+dbURL,
 		"EVENTFORGE_HTTP_ADDR="+httpAddr, "EVENTFORGE_API_TOKEN_FILE="+tokenFile)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	exited, stderr := startAPI(t, cmd)
 	waitReady(t, "http://"+httpAddr+"/readyz", exited)
 
 	base := "http://" + httpAddr

@@ -21,26 +21,9 @@ import (
 // proc is a relay subprocess: the real binary, killed for real.
 type proc struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testenv.Buffer
 	done   chan struct{}
 	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // cleanEnv is the environment without EVENTFORGE_ variables, so only the
@@ -78,7 +61,7 @@ func startProc(t testing.TB, args ...string) *proc {
 // an environment without EVENTFORGE_ settings.
 func startProcEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(testenv.Binary(t), args...), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(testenv.Binary(t), args...), stderr: &testenv.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(cleanEnv(), env...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/testenv"
 )
 
 // TestWorkerCrashWindows SIGKILLs a worker process at each failure window
@@ -79,7 +79,7 @@ func TestWorkerCrashWindows(t *testing.T) {
 				t.Errorf("%d inbox rows at the crash, want %d", before, tt.wantBefore)
 			}
 
-			addr := freeAddr(t)
+			addr := testenv.FreeAddr(t)
 			startWorker(t, f, handlers, "restarted", append(flags, "--metrics-addr", addr)...)
 			want := n
 			if tt.missing >= 0 {
@@ -111,17 +111,6 @@ func TestWorkerCrashWindows(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // scrape reads one sample of a worker's /metrics by its exact series text;

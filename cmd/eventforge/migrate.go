@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventforge/eventforge/internal/migrate"
-	eventsql "github.com/eventforge/eventforge/sql"
 )
 
 func newMigrateCmd() *cobra.Command {
@@ -20,7 +19,7 @@ func newMigrateCmd() *cobra.Command {
 			if err := pg.validate(); err != nil {
 				return err
 			}
-			ms, err := migrate.Load(eventsql.Migrations, "migrations")
+			ms, err := migrate.Embedded()
 			if err != nil {
 				return err
 			}

@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,7 +38,7 @@ func TestRolesRunThePipeline(t *testing.T) {
 	prefix, slot, group := testenv.UniqueName("roles")+"_", testenv.UniqueName("slot"), testenv.UniqueName("g")
 	topic := prefix + "orders"
 
-	relayMetrics := rolesAddr(t)
+	relayMetrics := testenv.FreeAddr(t)
 	relay := startRolesProc(t, r.url(t, dbURL, r.relay), "cdc", "run", "--slot", slot, "--topic-prefix", prefix,
 		"--kafka-brokers", brokers, "--metrics-addr", relayMetrics, "--heartbeat-interval", "500ms", "--status-interval", "1s")
 	var initial string
@@ -51,7 +49,7 @@ func TestRolesRunThePipeline(t *testing.T) {
 	})
 	t.Logf("%s: relay streams from %s", time.Since(began).Round(time.Millisecond), slot)
 
-	apiAddr := rolesAddr(t)
+	apiAddr := testenv.FreeAddr(t)
 	api := startRolesProc(t, r.url(t, dbURL, r.api), "api", "run", "--http-addr", apiAddr)
 	var id string
 	waitAlive(t, api, time.Minute, "POST /orders to answer 201", func() bool {
@@ -228,16 +226,6 @@ func rolesRepoRoot(t *testing.T) string {
 	return root
 }
 
-func rolesAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // rolesPost posts one order; it returns its id, or "" while the API does
 // not answer 201 yet.
 func rolesPost(t *testing.T, addr string) string {
@@ -286,22 +274,10 @@ type rolesProc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
-
-	mu  sync.Mutex
-	buf bytes.Buffer
+	out  testenv.Buffer
 }
 
-func (p *rolesProc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.Write(b)
-}
-
-func (p *rolesProc) stderr() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.String()
-}
+func (p *rolesProc) stderr() string { return p.out.String() }
 
 func (p *rolesProc) running() bool {
 	select {
@@ -333,7 +309,7 @@ func startRolesProc(t *testing.T, pgURL string, args ...string) *rolesProc {
 	p := &rolesProc{name: strings.Join(args[:2], " "), done: make(chan struct{})}
 	p.cmd = exec.Command(testenv.Binary(t), args...)
 	p.cmd.Env = append(os.Environ(), "EVENTFORGE_PG_URL="+pgURL)
-	p.cmd.Stderr = p
+	p.cmd.Stderr = &p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

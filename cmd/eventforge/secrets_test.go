@@ -34,7 +34,7 @@ func testSecretsNeverLeak(t *testing.T, e *secureEnv) {
 	t.Run("runs", func(t *testing.T) {
 		t.Run("api", func(t *testing.T) {
 			t.Parallel()
-			addr := secAddr(t)
+			addr := testenv.FreeAddr(t)
 			api := e.start(t, "api", nil, "api", "run", "--log-level", "debug", "--http-addr", addr, "--pg-url", e.pgURL(e.certs.CAFile, true))
 			e.waitReady(t, api, addr)
 		})
@@ -42,15 +42,15 @@ func testSecretsNeverLeak(t *testing.T, e *secureEnv) {
 			t.Parallel()
 			bad := e.pg.URLWith("eventforge", "sslmode=verify-full&sslrootcert="+e.certs.CAFile, false)
 			bad = strings.Replace(bad, "postgres@", "postgres:"+url.PathEscape(e.secret(t, "apiWrong"))+"@", 1)
-			out, err := e.run(t, "api", nil, "api", "run", "--log-level", "debug", "--http-addr", secAddr(t), "--pg-url", bad)
+			out, err := e.run(t, "api", nil, "api", "run", "--log-level", "debug", "--http-addr", testenv.FreeAddr(t), "--pg-url", bad)
 			secWantFailure(t, out, err, "password authentication failed")
 		})
 		t.Run("relay unreachable broker", func(t *testing.T) {
 			t.Parallel()
-			addr := secAddr(t)
+			addr := testenv.FreeAddr(t)
 			args := append([]string{"cdc", "run", "--log-level", "debug", "--metrics-addr", addr,
 				"--slot", testenv.UniqueName("slot"), "--pg-url", e.pgURL(e.certs.CAFile, true)},
-				secSetFlag(e.kafkaArgs(kafka.MechanismPlain, e.certs.CAFile), "--kafka-brokers", secAddr(t))...) // nothing listens
+				secSetFlag(e.kafkaArgs(kafka.MechanismPlain, e.certs.CAFile), "--kafka-brokers", testenv.FreeAddr(t))...) // nothing listens
 			relay := e.start(t, "relay", nil, args...)
 			testenv.WaitFor(t, 2*time.Minute, "a reconnect after a failed session", func() bool {
 				if relay.exited() {
@@ -65,7 +65,7 @@ func testSecretsNeverLeak(t *testing.T, e *secureEnv) {
 			t.Parallel()
 			args := append([]string{"worker", "run", "--log-level", "debug", "--group", "g", "--topics", "orders",
 				"--pg-url", e.pgURL(e.certs.CAFile, false)},
-				secSetFlag(e.kafkaArgs(kafka.MechanismSCRAMSHA512, e.certs.CAFile), "--kafka-brokers", secAddr(t))...)
+				secSetFlag(e.kafkaArgs(kafka.MechanismSCRAMSHA512, e.certs.CAFile), "--kafka-brokers", testenv.FreeAddr(t))...)
 			out, err := e.run(t, "worker", nil, args...)
 			secWantFailure(t, out, err, "kafka")
 		})
@@ -84,7 +84,7 @@ func testSecretsNeverLeak(t *testing.T, e *secureEnv) {
 		t.Fatalf("only %d captures: the transport tests did not run", len(e.captured))
 	}
 	// The check itself must be able to fail: a planted secret is found.
-	planted := &secBuffer{}
+	planted := &testenv.Buffer{}
 	planted.Write([]byte("level=DEBUG msg=x url=postgres://u:" + e.secrets[0] + "@h/db"))
 	if got := secLeaks([]secCapture{{name: "planted", out: planted}}, e.secrets); len(got) != 1 {
 		t.Fatalf("the leak check misses a planted secret: %v", got)
@@ -123,7 +123,7 @@ func secScrapeUntil(t *testing.T, e *secureEnv, p *secProc, addr string, status 
 		code, _ := secGet("http://" + addr + "/readyz")
 		return code == status
 	})
-	var scraped secBuffer
+	var scraped testenv.Buffer
 	for _, path := range []string{"/readyz", "/metrics"} {
 		code, body := secGet("http://" + addr + path)
 		scraped.Write([]byte(path + " " + http.StatusText(code) + "\n" + body + "\n"))

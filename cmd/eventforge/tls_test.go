@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,7 +47,7 @@ type secureEnv struct {
 
 type secCapture struct {
 	name string
-	out  *secBuffer
+	out  *testenv.Buffer
 }
 
 func newSecureEnv(t *testing.T) *secureEnv {
@@ -150,33 +148,16 @@ func (e *secureEnv) conn(t *testing.T) *pgx.Conn {
 // secProc is an eventforge process whose output is kept.
 type secProc struct {
 	cmd  *exec.Cmd
-	out  *secBuffer
+	out  *testenv.Buffer
 	done chan struct{}
 	err  error
-}
-
-type secBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *secBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *secBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // start runs the binary with args; env adds variables. Its output joins the
 // captured bytes; it is stopped at cleanup.
 func (e *secureEnv) start(t *testing.T, name string, env []string, args ...string) *secProc {
 	t.Helper()
-	p := &secProc{cmd: exec.Command(e.bin, args...), out: &secBuffer{}, done: make(chan struct{})}
+	p := &secProc{cmd: exec.Command(e.bin, args...), out: &testenv.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(secCleanEnv(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -248,17 +229,6 @@ func (p *secProc) exited() bool {
 	}
 }
 
-// secAddr is a loopback address nothing listens on now.
-func secAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // secGet returns the status and body of an HTTP GET, or 0 when nothing answers.
 func secGet(url string) (int, string) {
 	resp, err := http.Get(url)
@@ -281,7 +251,7 @@ func (e *secureEnv) waitReady(t *testing.T, p *secProc, addr string) {
 		code, _ := secGet("http://" + addr + "/readyz")
 		return code == http.StatusOK
 	})
-	var scraped secBuffer
+	var scraped testenv.Buffer
 	for _, path := range []string{"/readyz", "/metrics", "/healthz"} {
 		code, body := secGet("http://" + addr + path)
 		fmt.Fprintf(&scraped, "%s %d\n%s\n", path, code, body)
@@ -381,7 +351,7 @@ func testSecurePipeline(t *testing.T, e *secureEnv) {
 		t.Run(mech, func(t *testing.T) {
 			prefix := testenv.UniqueName("sec") + "."
 			topic := prefix + "orders"
-			addr := secAddr(t)
+			addr := testenv.FreeAddr(t)
 			// PLAIN's relay reads its password from the passfile: both the SQL
 			// and the replication connection use it.
 			relay := e.start(t, "relay", nil, append([]string{"cdc", "run", "--log-level", "debug",
@@ -401,7 +371,7 @@ func testSecurePipeline(t *testing.T, e *secureEnv) {
 			}
 			// The worker takes its PostgreSQL password from a passfile and its
 			// SASL settings from the environment twins of the flags.
-			waddr := secAddr(t)
+			waddr := testenv.FreeAddr(t)
 			env := []string{
 				"EVENTFORGE_KAFKA_BROKERS=" + strings.Join(e.kafka.SecureBrokers, ","),
 				"EVENTFORGE_KAFKA_TLS_CA_FILE=" + e.certs.CAFile,

@@ -1,11 +1,9 @@
 package prometheus_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +41,7 @@ func TestRealPrometheusScrape(t *testing.T) {
 	group := testenv.UniqueName("scrapeg")
 	createTopic(t, env.Brokers, topic)
 
-	cdcAddr, workerAddr, promAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cdcAddr, workerAddr, promAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	startProc(t, "relay", "cdc", "run", "--pg-url", dbURL, "--kafka-brokers", strings.Join(env.Brokers, ","),
 		"--slot", slot, "--topic-prefix", prefix, "--status-interval", "300ms", "--heartbeat-interval", "2s",
 		"--metrics-addr", cdcAddr)
@@ -119,16 +116,6 @@ func prometheusBinary(t *testing.T) string {
 	return p
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func createTopic(t *testing.T, brokers []string, topic string) {
 	t.Helper()
 	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
@@ -139,24 +126,6 @@ func createTopic(t *testing.T, brokers []string, topic string) {
 	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
-}
-
-// lockedBuffer collects a subprocess's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startProc runs the eventforge binary with args until the test ends.
@@ -174,7 +143,7 @@ func startCmd(t *testing.T, what string, cmd *exec.Cmd) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	out := &lockedBuffer{}
+	out := &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", what, err)

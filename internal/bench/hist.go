@@ -26,43 +26,33 @@ type Histogram struct {
 func ParseHistogram(r io.Reader, name string) (Histogram, error) {
 	byBound := map[float64]uint64{}
 	var count uint64
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		metric, value, ok := splitSample(line)
-		if !ok {
-			continue
-		}
-		base, labels, _ := strings.Cut(metric, "{")
+	err := eachSample(r, func(base, labels, value string) error {
 		switch base {
 		case name + "_bucket":
 			le, ok := labelValue(labels, "le")
 			if !ok {
-				return Histogram{}, fmt.Errorf("parse %s: bucket without le: %q", name, line)
+				return fmt.Errorf("parse %s: bucket without le: %q", name, labels)
 			}
 			bound, err := parseFloat(le)
 			if err != nil {
-				return Histogram{}, fmt.Errorf("parse %s: le %q: %w", name, le, err)
+				return fmt.Errorf("parse %s: le %q: %w", name, le, err)
 			}
 			v, err := parseFloat(value)
 			if err != nil {
-				return Histogram{}, fmt.Errorf("parse %s: value %q: %w", name, value, err)
+				return fmt.Errorf("parse %s: value %q: %w", name, value, err)
 			}
 			byBound[bound] += uint64(v)
 		case name + "_count":
 			v, err := parseFloat(value)
 			if err != nil {
-				return Histogram{}, fmt.Errorf("parse %s: count %q: %w", name, value, err)
+				return fmt.Errorf("parse %s: count %q: %w", name, value, err)
 			}
 			count += uint64(v)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return Histogram{}, fmt.Errorf("read metrics: %w", err)
+		return nil
+	})
+	if err != nil {
+		return Histogram{}, err
 	}
 	h := Histogram{Count: count}
 	for b := range byBound {
@@ -180,6 +170,28 @@ func (h Histogram) total() uint64 {
 // match (name="value" pairs), from a /metrics body.
 func SumCounter(r io.Reader, name string, match map[string]string) (float64, error) {
 	var sum float64
+	err := eachSample(r, func(base, labels, value string) error {
+		if base != name {
+			return nil
+		}
+		for k, want := range match {
+			if v, ok := labelValue(labels, k); !ok || v != want {
+				return nil
+			}
+		}
+		v, err := parseFloat(value)
+		if err != nil {
+			return fmt.Errorf("parse %s: value %q: %w", name, value, err)
+		}
+		sum += v
+		return nil
+	})
+	return sum, err
+}
+
+// eachSample calls fn with the metric name, the label list (after "{") and
+// the value of every sample of a /metrics body, skipping comments.
+func eachSample(r io.Reader, fn func(base, labels, value string) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -192,24 +204,12 @@ func SumCounter(r io.Reader, name string, match map[string]string) (float64, err
 			continue
 		}
 		base, labels, _ := strings.Cut(metric, "{")
-		if base != name {
-			continue
+		if err := fn(base, labels, value); err != nil {
+			return err
 		}
-		hit := true
-		for k, want := range match {
-			if v, ok := labelValue(labels, k); !ok || v != want {
-				hit = false
-				break
-			}
-		}
-		if !hit {
-			continue
-		}
-		v, err := parseFloat(value)
-		if err != nil {
-			return 0, fmt.Errorf("parse %s: value %q: %w", name, value, err)
-		}
-		sum += v
 	}
-	return sum, sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read metrics: %w", err)
+	}
+	return nil
 }

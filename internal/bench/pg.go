@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/migrate"
-	eventsql "github.com/eventforge/eventforge/sql"
 )
 
 // publication is the one `eventforge migrate` creates.
@@ -73,16 +72,7 @@ func withDatabase(raw, name string) (string, error) {
 }
 
 func migrateDB(ctx context.Context, url string) error {
-	ms, err := migrate.Load(eventsql.Migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = migrate.Apply(ctx, conn, ms)
+	_, err := migrate.URL(ctx, url)
 	return err
 }
 

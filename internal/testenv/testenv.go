@@ -26,7 +26,6 @@ import (
 
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/migrate"
-	eventsql "github.com/eventforge/eventforge/sql"
 )
 
 // Env is the shared local services.
@@ -105,16 +104,7 @@ func newDatabase(t testing.TB, adminURL string) string {
 
 // Migrate applies EventForge's migrations to the database at url.
 func Migrate(ctx context.Context, url string) error {
-	ms, err := migrate.Load(eventsql.Migrations, "migrations")
-	if err != nil {
-		return err
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = migrate.Apply(ctx, conn, ms)
+	_, err := migrate.URL(ctx, url)
 	return err
 }
 
