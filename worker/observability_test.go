@@ -2,35 +2,24 @@ package worker_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/eventforge/eventforge/internal/testenv"
 	"github.com/eventforge/eventforge/worker/dlq"
 )
 
-// syncBuffer is a bytes.Buffer safe for the Runner's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+// jsonLog collects the Runner's JSON log lines from its goroutines.
+type jsonLog struct{ testenv.Buffer }
 
 // lines decodes the JSON log lines written so far.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+func (s *jsonLog) lines(t *testing.T) []map[string]any {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(s.String()))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var l map[string]any
@@ -53,7 +42,7 @@ func TestWorkerObservability(t *testing.T) {
 	ev := f.orderEvent("absent")
 	ev.Headers = map[string]string{"traceparent": traceparent}
 
-	logs := &syncBuffer{}
+	logs := &jsonLog{}
 	cfg := f.config()
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	r := start(t, cfg, f.pool, counting)

@@ -109,7 +109,7 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.EventsPerSec = float64(r.cfg.Events) / secs
 	row.Ratio = f64(row.EventsPerSec / *row.RecvLogicalPerSec)
 	r.setUsage(row, u, int64(r.cfg.Events))
-	n, err := r.broker.records(prefix + "orders")
+	n, err := r.broker.records(ctx, prefix+"orders")
 	if err != nil {
 		return err
 	}

@@ -63,8 +63,23 @@ func (b *broker) createTopic(ctx context.Context, topic string) error {
 	})
 }
 
-// records counts the records in topic: high minus low watermarks.
-func (b *broker) records(topic string) (int64, error) {
+// records counts the records in topic: high minus low watermarks. Reading
+// them right after the relay created the topic can meet a stale leader
+// ("not the leader for some partition"): it is retried for a while.
+func (b *broker) records(ctx context.Context, topic string) (int64, error) {
+	var n int64
+	var last error
+	err := poll(ctx, 30*time.Second, 200*time.Millisecond, "offsets of "+topic, func() (bool, error) {
+		n, last = b.countRecords(topic)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return 0, last
+	}
+	return n, err
+}
+
+func (b *broker) countRecords(topic string) (int64, error) {
 	if err := b.client.RefreshMetadata(topic); err != nil {
 		return 0, fmt.Errorf("read metadata of %s: %w", topic, err)
 	}
