@@ -61,7 +61,10 @@ func highWatermarks(t testing.TB, brokers []string, topic string) map[int32]int6
 // event took effect exactly once, both workers applied some, and the group's
 // committed offsets end at each partition's high watermark (CDC-RULES 17, 18).
 func TestRebalanceDuringBatch(t *testing.T) {
-	const n = 600
+	// Six partitions of 200 events, batches of 50 at 100 ms per event: each
+	// batch takes 5 s, so about 15 s of work remain when B joins after the
+	// first batches, longer than a rebalance takes even on a loaded machine.
+	const n = 1200
 	f := newFixture(t, 6)
 	ids := make([]string, n)
 	evs := make([]*outbox.Event, n)
