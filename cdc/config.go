@@ -23,7 +23,7 @@ const (
 	DefaultPublication            = "eventforge_outbox"
 	DefaultOutboxTable            = "public.outbox"
 	DefaultTopicPartitions        = 12
-	DefaultTopicReplicationFactor = 1
+	DefaultTopicReplicationFactor = -1 // the broker's default.replication.factor
 	DefaultMaxInFlightEvents      = 20000
 	DefaultMaxInFlightBytes       = 64 << 20
 	DefaultHeartbeatInterval      = 10 * time.Second
@@ -48,7 +48,10 @@ type Config struct {
 
 	TopicPrefix            string // prepended to aggregate_type
 	TopicPartitions        int32  // for topics the relay creates
-	TopicReplicationFactor int16  // for topics the relay creates
+	TopicReplicationFactor int16  // for topics the relay creates; -1 (default): the broker's default.replication.factor
+	// TopicMinInsyncReplicas is min.insync.replicas of topics the relay
+	// creates; 0 (default) leaves the broker's default.
+	TopicMinInsyncReplicas int
 	CreateTopics           bool   // false: events to a missing topic are rejected (after a bounded wait)
 
 	MaxInFlightEvents int   // events produced but not yet acked
@@ -164,8 +167,12 @@ func (c Config) Validate() error {
 	switch {
 	case c.TopicPartitions < 1:
 		return fmt.Errorf("invalid --topic-partitions %d: must be at least 1", c.TopicPartitions)
-	case c.TopicReplicationFactor < 1:
-		return fmt.Errorf("invalid --topic-replication-factor %d: must be at least 1", c.TopicReplicationFactor)
+	case c.TopicReplicationFactor < 1 && c.TopicReplicationFactor != -1:
+		return fmt.Errorf("invalid --topic-replication-factor %d: must be -1 (the broker's default) or at least 1", c.TopicReplicationFactor)
+	case c.TopicMinInsyncReplicas < 0:
+		return fmt.Errorf("invalid --topic-min-insync-replicas %d: must be 0 (the broker's default) or at least 1", c.TopicMinInsyncReplicas)
+	case c.TopicReplicationFactor > 0 && c.TopicMinInsyncReplicas > int(c.TopicReplicationFactor):
+		return fmt.Errorf("--topic-min-insync-replicas %d exceeds --topic-replication-factor %d: no write could ever be acknowledged", c.TopicMinInsyncReplicas, c.TopicReplicationFactor)
 	case c.MaxInFlightEvents < 1:
 		return fmt.Errorf("invalid --max-in-flight-events %d: must be at least 1", c.MaxInFlightEvents)
 	case c.MaxInFlightBytes < 1:

@@ -64,6 +64,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Rea
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting}
+	r.limits.log = r.log
 	if ready != nil {
 		ready.Add("cdc", r.ready)
 	}

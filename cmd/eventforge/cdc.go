@@ -31,6 +31,7 @@ type relayFlags struct {
 	topicPrefix     string
 	partitions      int32
 	replication     int16
+	minInsync       int
 	createTopics    bool
 	compression     string
 	maxMessageBytes int
@@ -42,7 +43,8 @@ func (f *relayFlags) register(cmd *cobra.Command) {
 	f.kafka.register(cmd)
 	fs.StringVar(&f.topicPrefix, "topic-prefix", "", "prefix of every topic name (topic = prefix + aggregate_type)")
 	fs.Int32Var(&f.partitions, "topic-partitions", cdc.DefaultTopicPartitions, "partitions of topics the relay creates")
-	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates")
+	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates; -1: the broker's default.replication.factor (Kafka 2.4 or later)")
+	fs.IntVar(&f.minInsync, "topic-min-insync-replicas", 0, "min.insync.replicas of topics the relay creates; 0: the broker's default (set 2 on a cluster of 3 or more brokers)")
 	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false events to a missing topic go to outbox_rejected")
 	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
@@ -62,6 +64,7 @@ func (f *relayFlags) config() (cdc.Config, error) {
 	cfg.TopicPrefix = f.topicPrefix
 	cfg.TopicPartitions = f.partitions
 	cfg.TopicReplicationFactor = f.replication
+	cfg.TopicMinInsyncReplicas = f.minInsync
 	cfg.CreateTopics = f.createTopics
 	cfg.Compression = f.compression
 	cfg.MaxMessageBytes = f.maxMessageBytes
