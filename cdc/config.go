@@ -61,6 +61,12 @@ type Config struct {
 	// StatusInterval is the longest time between standby status updates;
 	// zero means min(10s, wal_sender_timeout/2) as read from the server.
 	StatusInterval time.Duration
+	// ReceiveTimeout is how long the stream may hear nothing from the server
+	// (neither data nor keepalive) before the connection is presumed dead
+	// and the session reconnects; zero derives it: the longest of 3
+	// heartbeat intervals, 3 status intervals and wal_sender_timeout, plus
+	// 5s. Never below two status intervals.
+	ReceiveTimeout time.Duration
 
 	Compression     string        // none, gzip, snappy, lz4 or zstd
 	FlushBytes      int           // producer batch target; 0: send when the connection is free
@@ -179,6 +185,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid --max-in-flight-bytes %d: must be at least 1", c.MaxInFlightBytes)
 	case c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize):
 		return fmt.Errorf("invalid --max-message-bytes %d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
+	case c.ReceiveTimeout < 0:
+		return fmt.Errorf("invalid --receive-timeout %s: must be 0 (derived) or positive", c.ReceiveTimeout)
 	case c.StatusInterval < 0:
 		return fmt.Errorf("invalid status interval %s", c.StatusInterval)
 	case c.ShutdownTimeout < 0:

@@ -226,9 +226,11 @@ func (r *Relay) session(ctx context.Context) error {
 		ps.close()
 		return err
 	}
+	interval := statusInterval(r.cfg.StatusInterval, wst)
+	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
 	r.setState(stateStreaming, nil)
-	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", statusInterval(r.cfg.StatusInterval, wst))
-	return r.stream(ctx, repl, db, ps, start, statusInterval(r.cfg.StatusInterval, wst), rejected)
+	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
+	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)
 }
 
 // closeConn closes a connection within a few seconds even after ctx ended
@@ -274,7 +276,7 @@ func activePID(pe *pgconn.PgError) int32 {
 // stream runs the session's goroutines: the connection owner, the feeder and
 // the two drainers of the producer's result channels.
 func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
-	start pglogrepl.LSN, interval time.Duration, rejected map[uuid.UUID]bool) error {
+	start pglogrepl.LSN, interval, silence time.Duration, rejected map[uuid.UUID]bool) error {
 	schema, table, _ := r.cfg.outboxTable()
 	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
 	// The session lives on past ctx while it drains; a producer error
@@ -287,7 +289,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
 		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix),
-		tr: tr, feed: feed, interval: interval, start: start, sent: start, confirm: r.onConfirm,
+		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
 	var g errgroup.Group
 	g.Go(func() error {

@@ -81,6 +81,7 @@ func newCDCRunCmd() *cobra.Command {
 		maxBytes          int64
 		heartbeat         time.Duration
 		statusInterval    time.Duration
+		receiveTimeout    time.Duration
 		shutdownTimeout   time.Duration
 		metricsAddr       string
 		pprofOn           bool
@@ -105,6 +106,7 @@ same slot waits as a standby and takes over when the first one stops.`,
 			cfg.Slot, cfg.Publication, cfg.OutboxTable = slot, publication, outboxTable
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
+			cfg.ReceiveTimeout = receiveTimeout
 			if heartbeat == 0 {
 				cfg.HeartbeatInterval = -1 // 0 disables
 			}
@@ -143,6 +145,7 @@ same slot waits as a standby and takes over when the first one stops.`,
 	fs.Int64Var(&maxBytes, "max-in-flight-bytes", cdc.DefaultMaxInFlightBytes, "bytes of events produced but not yet acknowledged before the relay stops reading")
 	fs.DurationVar(&heartbeat, "heartbeat-interval", cdc.DefaultHeartbeatInterval, "interval of heartbeat messages that keep the slot moving while the outbox is quiet; 0 disables")
 	fs.DurationVar(&statusInterval, "status-interval", 0, "longest time between status updates to the server; 0 means min(10s, wal_sender_timeout/2)")
+	fs.DurationVar(&receiveTimeout, "receive-timeout", 0, "silence (no data, no keepalive) on the replication connection after which it is presumed dead and the relay reconnects; 0 means max(3 x heartbeat, 3 x status interval, wal_sender_timeout) + 5s")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", cdc.DefaultShutdownTimeout, "how long a shutdown waits for in-flight events to be acknowledged")
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
