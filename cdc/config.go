@@ -52,7 +52,7 @@ type Config struct {
 	// TopicMinInsyncReplicas is min.insync.replicas of topics the relay
 	// creates; 0 (default) leaves the broker's default.
 	TopicMinInsyncReplicas int
-	CreateTopics           bool   // false: events to a missing topic are rejected (after a bounded wait)
+	CreateTopics           bool // false: events to a missing topic are rejected (after a bounded wait)
 
 	MaxInFlightEvents int   // events produced but not yet acked
 	MaxInFlightBytes  int64 // their encoded size
