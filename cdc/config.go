@@ -73,6 +73,9 @@ type Config struct {
 	FlushFrequency  time.Duration // producer linger; 0: none (see kafka.ProducerOptions)
 	MaxMessageBytes int           // largest record produced; larger ones are rejected
 
+	// KafkaProbeInterval is how often a streaming relay checks that a broker
+	// answers (readiness turns false when none does); default 5s.
+	KafkaProbeInterval time.Duration
 	ShutdownTimeout    time.Duration // bound on waiting for in-flight acks at shutdown
 	ReconnectMin       time.Duration // first backoff after a failed session
 	ReconnectMax       time.Duration // cap of the doubling backoff
@@ -133,6 +136,7 @@ func (c Config) withDefaults() Config {
 	}
 	setDur(&c.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDur(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDur(&c.KafkaProbeInterval, DefaultKafkaProbeInterval)
 	setDur(&c.ReconnectMin, 500*time.Millisecond)
 	setDur(&c.ReconnectMax, 30*time.Second)
 	setDur(&c.StandbyRetry, 1500*time.Millisecond)
@@ -185,6 +189,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid --max-in-flight-bytes %d: must be at least 1", c.MaxInFlightBytes)
 	case c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize):
 		return fmt.Errorf("invalid --max-message-bytes %d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
+	case c.KafkaProbeInterval < 0:
+		return fmt.Errorf("invalid Kafka probe interval %s", c.KafkaProbeInterval)
 	case c.ReceiveTimeout < 0:
 		return fmt.Errorf("invalid --receive-timeout %s: must be 0 (derived) or positive", c.ReceiveTimeout)
 	case c.StatusInterval < 0:

@@ -33,9 +33,12 @@ type Relay struct {
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
 
-	mu      sync.Mutex
-	state   string // connecting, streaming, standby, reconnecting
-	lastErr string
+	kafkaUp prometheus.Gauge // eventforge_cdc_kafka_reachable
+
+	mu       sync.Mutex
+	state    string // connecting, streaming, standby, reconnecting
+	lastErr  string
+	kafkaErr string // why the latest Kafka probe failed; "" when it answered
 }
 
 // Relay states, reported by /readyz.
@@ -65,18 +68,24 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Rea
 	}
 	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting}
 	r.limits.log = r.log
+	if r.kafkaUp, err = newKafkaGauge(reg); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	if ready != nil {
 		ready.Add("cdc", r.ready)
 	}
 	return r, nil
 }
 
-// ready is ready while streaming or waiting as a healthy standby.
+// ready is ready while streaming to a Kafka that answers, or waiting as a
+// healthy standby.
 func (r *Relay) ready(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch r.state {
-	case stateStreaming, stateStandby:
+	switch {
+	case r.state == stateStreaming && r.kafkaErr != "":
+		return fmt.Errorf("streaming, but Kafka is unreachable: %s", r.kafkaErr)
+	case r.state == stateStreaming, r.state == stateStandby:
 		return nil
 	}
 	if r.lastErr != "" {
@@ -189,6 +198,9 @@ func (r *Relay) session(ctx context.Context) error {
 		return err
 	}
 	defer closeConn(ctx, db.Close)
+	if err := checkWalLevel(ctx, db); err != nil {
+		return err
+	}
 	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
 		return err
 	}
@@ -226,6 +238,7 @@ func (r *Relay) session(ctx context.Context) error {
 		ps.close()
 		return err
 	}
+	r.setKafka(nil) // the producer just connected
 	interval := statusInterval(r.cfg.StatusInterval, wst)
 	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
 	r.setState(stateStreaming, nil)
@@ -309,7 +322,12 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	})
 	g.Go(ps.successes)
 	g.Go(ps.errors)
+	wctx, stopWatch := context.WithCancel(sctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); r.watchKafka(wctx, ps.client) }()
 	err := g.Wait()
+	stopWatch()
+	<-watched
 	ps.client.Close()
 	if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
