@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultKafkaProbeInterval is how often a streaming relay asks the brokers
@@ -18,20 +17,6 @@ const DefaultKafkaProbeInterval = 5 * time.Second
 // counts as unreachable; the timeout is twice the interval when that is
 // longer.
 const minKafkaProbeTimeout = 5 * time.Second
-
-// newKafkaGauge registers eventforge_cdc_kafka_reachable, 1 until a probe
-// fails.
-func newKafkaGauge(reg prometheus.Registerer) (prometheus.Gauge, error) {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "eventforge_cdc_kafka_reachable",
-		Help: "1 while the brokers answer the relay's probes (and /readyz may report ready), 0 after a probe failed.",
-	})
-	if err := reg.Register(g); err != nil {
-		return nil, err
-	}
-	g.Set(1)
-	return g, nil
-}
 
 // watchKafka probes the session's client every KafkaProbeInterval until ctx
 // ends, and reports each result to setKafka. One probe at most is in flight;
@@ -102,7 +87,7 @@ func (r *Relay) setKafka(err error) {
 	}
 	now := r.kafkaErr
 	r.mu.Unlock()
-	r.kafkaUp.Set(b2f(now == ""))
+	r.m.kafkaReachable.Set(b2f(now == ""))
 	switch {
 	case was == "" && now != "":
 		r.log.Warn("Kafka unreachable; not ready until a broker answers", "err", now)

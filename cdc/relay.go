@@ -33,8 +33,6 @@ type Relay struct {
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
 
-	kafkaUp prometheus.Gauge // eventforge_cdc_kafka_reachable
-
 	mu       sync.Mutex
 	state    string // connecting, streaming, standby, reconnecting
 	lastErr  string
@@ -68,9 +66,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Rea
 	}
 	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting}
 	r.limits.log = r.log
-	if r.kafkaUp, err = newKafkaGauge(reg); err != nil {
-		return nil, fmt.Errorf("register metrics: %w", err)
-	}
 	if ready != nil {
 		ready.Add("cdc", r.ready)
 	}
