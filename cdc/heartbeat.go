@@ -45,7 +45,7 @@ func (r *Relay) maintain(ctx context.Context) {
 	}
 	get := func() *pgx.Conn {
 		if conn == nil {
-			cctx, cancel := context.WithTimeout(ctx, r.maintenanceTimeout())
+			cctx, cancel := context.WithTimeout(ctx, r.ioTimeout())
 			c, err := connectSQL(cctx, r.cfg.PGURL)
 			cancel()
 			if err != nil {
@@ -103,19 +103,19 @@ func (r *Relay) maintain(ctx context.Context) {
 	}
 }
 
-// maintenanceTimeout bounds each maintenance query and connection attempt,
-// so a dead connection cannot stall heartbeats and relay_state writes: the
-// receive timeout when configured, else 30s.
-func (r *Relay) maintenanceTimeout() time.Duration {
+// ioTimeout bounds each maintenance query and every connection attempt, so
+// a dead or black-holed connection cannot stall heartbeats, relay_state
+// writes or a reconnect: the receive timeout when configured, else 30s.
+func (r *Relay) ioTimeout() time.Duration {
 	if r.cfg.ReceiveTimeout > 0 {
 		return r.cfg.ReceiveTimeout
 	}
 	return 30 * time.Second
 }
 
-// bounded runs one maintenance operation within maintenanceTimeout.
+// bounded runs one maintenance operation within ioTimeout.
 func (r *Relay) bounded(ctx context.Context, c *pgx.Conn, op func(context.Context, *pgx.Conn) error) error {
-	octx, cancel := context.WithTimeout(ctx, r.maintenanceTimeout())
+	octx, cancel := context.WithTimeout(ctx, r.ioTimeout())
 	defer cancel()
 	return op(octx, c)
 }

@@ -92,6 +92,11 @@ func TestHalfOpenConnectionIsDetected(t *testing.T) {
 	waitFor(t, cfg.ReceiveTimeout+5*time.Second, "a heartbeat failure logged", func() bool {
 		return strings.Contains(logs.String(), "heartbeat failed")
 	})
+	// Reconnects give up on the frozen network too, and try again.
+	sessions := metricValue(t, r, "eventforge_cdc_sessions_total")
+	waitFor(t, 3*(cfg.ReceiveTimeout+cfg.ReconnectMax), "reconnect attempts that time out", func() bool {
+		return metricValue(t, r, "eventforge_cdc_sessions_total") >= sessions+2
+	})
 	if ready() {
 		t.Fatal("ready while every connection to PostgreSQL is frozen")
 	}

@@ -188,7 +188,9 @@ func (e *standbyError) Error() string { return fmt.Sprintf("slot is active for P
 // confirmed position until an error or the end of ctx. It returns nil only
 // when ctx ended.
 func (r *Relay) session(ctx context.Context) error {
-	db, err := connectSQL(ctx, r.cfg.PGURL)
+	cctx, cancel := context.WithTimeout(ctx, r.ioTimeout())
+	db, err := connectSQL(cctx, r.cfg.PGURL)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -208,7 +210,9 @@ func (r *Relay) session(ctx context.Context) error {
 	} else if s.activePID != 0 {
 		return &standbyError{pid: s.activePID}
 	}
-	repl, err := connectReplication(ctx, r.cfg.PGURL)
+	cctx, cancel = context.WithTimeout(ctx, r.ioTimeout())
+	repl, err := connectReplication(cctx, r.cfg.PGURL)
+	cancel()
 	if err != nil {
 		return err
 	}
