@@ -106,3 +106,24 @@ func TestHalfOpenConnectionIsDetected(t *testing.T) {
 	w.txn(50, false, true)
 	waitDistinct(t, col, w.committed, 60*time.Second)
 }
+
+// TestIdleServerIsNotPresumedDead: with heartbeats off and an idle cluster
+// the server sends nothing of its own accord, yet a live connection never
+// reaches the receive timeout, because the relay's status updates ask for a
+// reply after a status interval of silence.
+func TestIdleServerIsNotPresumedDead(t *testing.T) {
+	t.Parallel() // mostly waits for a private server to start
+	env := testenv.Shared(t)
+	pg := testenv.StartPostgres(t) // quiet: no other database writes WAL
+	cfg := testConfig(t, pg.URL(), env.Brokers)
+	cfg.HeartbeatInterval = -1
+	cfg.StateWriteInterval = time.Hour // its writes would bring WAL, and so messages
+	cfg.ReceiveTimeout = time.Second   // the floor: 2 status intervals + a poll
+	log, logs := logBuffer(t)
+	r := startRelayLog(t, cfg, log)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	time.Sleep(5 * time.Second)
+	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n != 0 || strings.Contains(logs.String(), ErrServerSilent.Error()) {
+		t.Fatalf("%v sessions failed on a live, idle connection", n)
+	}
+}
