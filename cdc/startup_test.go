@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,9 +122,25 @@ func TestWalLevelNotLogicalIsFatal(t *testing.T) {
 	mustExec(t, db, "ALTER SYSTEM SET wal_level = replica")
 	db.Close(context.Background())
 	pg.Restart(t, false)
-	err := wantFatalQuickly(t, testConfig(t, pg.URL(), env.Brokers))
+	cfg := testConfig(t, pg.URL(), env.Brokers)
+	err := wantFatalQuickly(t, cfg)
 	if !errors.Is(err, ErrWalLevel) {
 		t.Fatalf("Run = %v, want ErrWalLevel", err)
 	}
-	t.Logf("Run = %v", err)
+	// The command exits non-zero with the reason on its last line.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, testenv.Binary(t), relayArgs(cfg)...)
+	cmd.Env = cleanEnv()
+	var stderr testenv.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ctx.Err() != nil {
+		t.Fatalf("cdc run = %v, want exit code 1; stderr:\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "eventforge: wal_level is replica") {
+		t.Fatalf("last line of stderr %q, want the wal_level reason", last)
+	}
 }
