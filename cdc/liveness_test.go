@@ -118,11 +118,11 @@ func TestIdleServerIsNotPresumedDead(t *testing.T) {
 	cfg := testConfig(t, pg.URL(), env.Brokers)
 	cfg.HeartbeatInterval = -1
 	cfg.StateWriteInterval = time.Hour // its writes would bring WAL, and so messages
-	cfg.ReceiveTimeout = time.Second   // the floor: 2 status intervals + a poll
+	cfg.ReceiveTimeout = 2 * time.Second
 	log, logs := logBuffer(t)
 	r := startRelayLog(t, cfg, log)
 	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
-	time.Sleep(5 * time.Second)
+	time.Sleep(3 * cfg.ReceiveTimeout)
 	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n != 0 || strings.Contains(logs.String(), ErrServerSilent.Error()) {
 		t.Fatalf("%v sessions failed on a live, idle connection", n)
 	}
