@@ -144,3 +144,20 @@ func TestWalLevelNotLogicalIsFatal(t *testing.T) {
 		t.Fatalf("last line of stderr %q, want the wal_level reason", last)
 	}
 }
+
+// TestConnectionRefusedIsRetried: a server that is not up yet may come up,
+// so the relay retries, not ready, and says why.
+func TestConnectionRefusedIsRetried(t *testing.T) {
+	env := testenv.Shared(t)
+	pgURL := withURL(t, env.PGURL, func(u *url.URL) { u.Host = testenv.FreeAddr(t) })
+	r := startRelay(t, testConfig(t, pgURL, env.Brokers))
+	waitFor(t, 10*time.Second, "a failed session", func() bool { return metricValue(t, r, "eventforge_cdc_session_errors_total") >= 2 })
+	select {
+	case <-r.done:
+		t.Fatalf("Run returned %v on a refused connection, want retries", r.err)
+	default:
+	}
+	if err := r.ready(context.Background()); err == nil || !strings.Contains(err.Error(), "reconnecting") {
+		t.Fatalf("readiness %v, want reconnecting with the reason", err)
+	}
+}
