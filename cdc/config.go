@@ -23,7 +23,7 @@ const (
 	DefaultPublication            = "eventforge_outbox"
 	DefaultOutboxTable            = "public.outbox"
 	DefaultTopicPartitions        = 12
-	DefaultTopicReplicationFactor = 1
+	DefaultTopicReplicationFactor = -1 // the broker's default.replication.factor
 	DefaultMaxInFlightEvents      = 20000
 	DefaultMaxInFlightBytes       = 64 << 20
 	DefaultHeartbeatInterval      = 10 * time.Second
@@ -48,8 +48,11 @@ type Config struct {
 
 	TopicPrefix            string // prepended to aggregate_type
 	TopicPartitions        int32  // for topics the relay creates
-	TopicReplicationFactor int16  // for topics the relay creates
-	CreateTopics           bool   // false: events to a missing topic are rejected (after a bounded wait)
+	TopicReplicationFactor int16  // for topics the relay creates; -1 (default): the broker's default.replication.factor
+	// TopicMinInsyncReplicas is min.insync.replicas of topics the relay
+	// creates; 0 (default) leaves the broker's default.
+	TopicMinInsyncReplicas int
+	CreateTopics           bool // false: events to a missing topic are rejected (after a bounded wait)
 
 	MaxInFlightEvents int   // events produced but not yet acked
 	MaxInFlightBytes  int64 // their encoded size
@@ -58,12 +61,21 @@ type Config struct {
 	// StatusInterval is the longest time between standby status updates;
 	// zero means min(10s, wal_sender_timeout/2) as read from the server.
 	StatusInterval time.Duration
+	// ReceiveTimeout is how long the stream may hear nothing from the server
+	// (neither data nor keepalive) before the connection is presumed dead
+	// and the session reconnects; zero derives it: the longest of 3
+	// heartbeat intervals, 3 status intervals and wal_sender_timeout, plus
+	// 5s. Never below two status intervals.
+	ReceiveTimeout time.Duration
 
 	Compression     string        // none, gzip, snappy, lz4 or zstd
 	FlushBytes      int           // producer batch target; 0: send when the connection is free
 	FlushFrequency  time.Duration // producer linger; 0: none (see kafka.ProducerOptions)
 	MaxMessageBytes int           // largest record produced; larger ones are rejected
 
+	// KafkaProbeInterval is how often a streaming relay checks that a broker
+	// answers (readiness turns false when none does); default 5s.
+	KafkaProbeInterval time.Duration
 	ShutdownTimeout    time.Duration // bound on waiting for in-flight acks at shutdown
 	ReconnectMin       time.Duration // first backoff after a failed session
 	ReconnectMax       time.Duration // cap of the doubling backoff
@@ -124,6 +136,7 @@ func (c Config) withDefaults() Config {
 	}
 	setDur(&c.HeartbeatInterval, DefaultHeartbeatInterval)
 	setDur(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDur(&c.KafkaProbeInterval, DefaultKafkaProbeInterval)
 	setDur(&c.ReconnectMin, 500*time.Millisecond)
 	setDur(&c.ReconnectMax, 30*time.Second)
 	setDur(&c.StandbyRetry, 1500*time.Millisecond)
@@ -164,14 +177,22 @@ func (c Config) Validate() error {
 	switch {
 	case c.TopicPartitions < 1:
 		return fmt.Errorf("invalid --topic-partitions %d: must be at least 1", c.TopicPartitions)
-	case c.TopicReplicationFactor < 1:
-		return fmt.Errorf("invalid --topic-replication-factor %d: must be at least 1", c.TopicReplicationFactor)
+	case c.TopicReplicationFactor < 1 && c.TopicReplicationFactor != -1:
+		return fmt.Errorf("invalid --topic-replication-factor %d: must be -1 (the broker's default) or at least 1", c.TopicReplicationFactor)
+	case c.TopicMinInsyncReplicas < 0:
+		return fmt.Errorf("invalid --topic-min-insync-replicas %d: must be 0 (the broker's default) or at least 1", c.TopicMinInsyncReplicas)
+	case c.TopicReplicationFactor > 0 && c.TopicMinInsyncReplicas > int(c.TopicReplicationFactor):
+		return fmt.Errorf("--topic-min-insync-replicas %d exceeds --topic-replication-factor %d: no write could ever be acknowledged", c.TopicMinInsyncReplicas, c.TopicReplicationFactor)
 	case c.MaxInFlightEvents < 1:
 		return fmt.Errorf("invalid --max-in-flight-events %d: must be at least 1", c.MaxInFlightEvents)
 	case c.MaxInFlightBytes < 1:
 		return fmt.Errorf("invalid --max-in-flight-bytes %d: must be at least 1", c.MaxInFlightBytes)
 	case c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize):
 		return fmt.Errorf("invalid --max-message-bytes %d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
+	case c.KafkaProbeInterval < 0:
+		return fmt.Errorf("invalid Kafka probe interval %s", c.KafkaProbeInterval)
+	case c.ReceiveTimeout < 0:
+		return fmt.Errorf("invalid --receive-timeout %s: must be 0 (derived) or positive", c.ReceiveTimeout)
 	case c.StatusInterval < 0:
 		return fmt.Errorf("invalid status interval %s", c.StatusInterval)
 	case c.ShutdownTimeout < 0:

@@ -36,6 +36,10 @@ func TestConfigValidate(t *testing.T) {
 		{"outbox table without schema", func(c *Config) { c.OutboxTable = "events" }, ""},
 		{"partitions", func(c *Config) { c.TopicPartitions = -1 }, "--topic-partitions"},
 		{"replication", func(c *Config) { c.TopicReplicationFactor = -2 }, "--topic-replication-factor"},
+		{"broker default replication", func(c *Config) { c.TopicReplicationFactor = -1 }, ""},
+		{"min insync", func(c *Config) { c.TopicMinInsyncReplicas = -1 }, "--topic-min-insync-replicas"},
+		{"min insync above replication", func(c *Config) { c.TopicReplicationFactor, c.TopicMinInsyncReplicas = 2, 3 }, "exceeds --topic-replication-factor"},
+		{"min insync with broker default replication", func(c *Config) { c.TopicMinInsyncReplicas = 2 }, ""},
 		{"window events", func(c *Config) { c.MaxInFlightEvents = -1 }, "--max-in-flight-events"},
 		{"window bytes", func(c *Config) { c.MaxInFlightBytes = -1 }, "--max-in-flight-bytes"},
 		{"message bytes", func(c *Config) { c.MaxMessageBytes = 10 }, "--max-message-bytes"},
@@ -66,7 +70,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Slot != "eventforge" || c.Publication != "eventforge_outbox" || c.TopicPartitions != 12 || c.TopicReplicationFactor != 1 {
+	if c.Slot != "eventforge" || c.Publication != "eventforge_outbox" || c.TopicPartitions != 12 || c.TopicReplicationFactor != -1 || c.TopicMinInsyncReplicas != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if c.HeartbeatInterval != 10*time.Second || c.MaxInFlightEvents <= 0 || c.MaxInFlightBytes <= 0 {

@@ -45,7 +45,9 @@ func (r *Relay) maintain(ctx context.Context) {
 	}
 	get := func() *pgx.Conn {
 		if conn == nil {
-			c, err := connectSQL(ctx, r.cfg.PGURL)
+			cctx, cancel := context.WithTimeout(ctx, r.ioTimeout())
+			c, err := connectSQL(cctx, r.cfg.PGURL)
+			cancel()
 			if err != nil {
 				r.log.Debug("maintenance connection", "err", err)
 				return nil
@@ -59,12 +61,12 @@ func (r *Relay) maintain(ctx context.Context) {
 			r.log.Warn(what+" failed", "err", err)
 		}
 		if conn != nil {
-			conn.Close(context.WithoutCancel(ctx))
+			closeConn(ctx, conn.Close) // bounded: the peer may be gone
 			conn = nil
 		}
 	}
 	if c := get(); c != nil {
-		if err := r.sampleSlot(ctx, c); err != nil {
+		if err := r.bounded(ctx, c, r.sampleSlot); err != nil {
 			drop("slot sampling", err)
 		}
 	}
@@ -77,13 +79,13 @@ func (r *Relay) maintain(ctx context.Context) {
 				continue
 			}
 			if c := get(); c != nil {
-				if err := r.heartbeat(ctx, c); err != nil {
+				if err := r.bounded(ctx, c, r.heartbeat); err != nil {
 					drop("heartbeat", err)
 				}
 			}
 		case <-sample.C:
 			if c := get(); c != nil {
-				if err := r.sampleSlot(ctx, c); err != nil {
+				if err := r.bounded(ctx, c, r.sampleSlot); err != nil {
 					drop("slot sampling", err)
 				}
 			}
@@ -92,12 +94,30 @@ func (r *Relay) maintain(ctx context.Context) {
 				continue
 			}
 			if c := get(); c != nil {
-				if err := r.writeState(ctx, c, &written); err != nil {
+				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.writeState(ctx, c, &written) })
+				if err != nil {
 					drop("relay_state update", err)
 				}
 			}
 		}
 	}
+}
+
+// ioTimeout bounds each maintenance query and every connection attempt, so
+// a dead or black-holed connection cannot stall heartbeats, relay_state
+// writes or a reconnect: the receive timeout when configured, else 30s.
+func (r *Relay) ioTimeout() time.Duration {
+	if r.cfg.ReceiveTimeout > 0 {
+		return r.cfg.ReceiveTimeout
+	}
+	return 30 * time.Second
+}
+
+// bounded runs one maintenance operation within ioTimeout.
+func (r *Relay) bounded(ctx context.Context, c *pgx.Conn, op func(context.Context, *pgx.Conn) error) error {
+	octx, cancel := context.WithTimeout(ctx, r.ioTimeout())
+	defer cancel()
+	return op(octx, c)
 }
 
 func tickerOrNil(d time.Duration) *time.Ticker {

@@ -65,8 +65,14 @@ func (r *running) stop() error {
 
 func startRelay(t testing.TB, cfg Config) *running {
 	t.Helper()
+	return startRelayLog(t, cfg, testLogger(t))
+}
+
+// startRelayLog is startRelay with the relay logging to log.
+func startRelayLog(t testing.TB, cfg Config, log *slog.Logger) *running {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	relay, err := New(cfg, testLogger(t), reg, nil)
+	relay, err := New(cfg, log, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

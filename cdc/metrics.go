@@ -33,6 +33,7 @@ type metrics struct {
 	transactions    prometheus.Counter
 	statusUpdates   prometheus.Counter
 	backpressureSec prometheus.Counter
+	kafkaReachable  prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
@@ -127,17 +128,22 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 			Name: "eventforge_cdc_backpressure_seconds_total",
 			Help: "Time the relay stopped reading because the in-flight window was full.",
 		}),
+		kafkaReachable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventforge_cdc_kafka_reachable",
+			Help: "1 while the brokers answer the relay's probes (and /readyz may report ready), 0 after a probe failed.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.published, m.publishedB, m.publishErrors, m.confirmedLSN, m.commitToAck, m.commitToRecv, m.slotLag, m.slotRetained,
 		m.receivedLSN, m.inFlightEvents, m.inFlightBytes, m.sessions, m.sessionErrors,
 		m.heartbeatsSent, m.heartbeatsSeen, m.rejected, m.ignored, m.standby, m.streaming,
-		m.transactions, m.statusUpdates, m.backpressureSec,
+		m.transactions, m.statusUpdates, m.backpressureSec, m.kafkaReachable,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
+	m.kafkaReachable.Set(1)
 	// Present from the start so dashboards see the series before the first sample.
 	m.slotLag.WithLabelValues(slot)
 	m.slotRetained.WithLabelValues(slot)

@@ -33,9 +33,10 @@ type Relay struct {
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
 
-	mu      sync.Mutex
-	state   string // connecting, streaming, standby, reconnecting
-	lastErr string
+	mu       sync.Mutex
+	state    string // connecting, streaming, standby, reconnecting
+	lastErr  string
+	kafkaErr string // why the latest Kafka probe failed; "" when it answered
 }
 
 // Relay states, reported by /readyz.
@@ -64,18 +65,22 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Rea
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting}
+	r.limits.log = r.log
 	if ready != nil {
 		ready.Add("cdc", r.ready)
 	}
 	return r, nil
 }
 
-// ready is ready while streaming or waiting as a healthy standby.
+// ready is ready while streaming to a Kafka that answers, or waiting as a
+// healthy standby.
 func (r *Relay) ready(context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	switch r.state {
-	case stateStreaming, stateStandby:
+	switch {
+	case r.state == stateStreaming && r.kafkaErr != "":
+		return fmt.Errorf("streaming, but Kafka is unreachable: %s", r.kafkaErr)
+	case r.state == stateStreaming, r.state == stateStandby:
 		return nil
 	}
 	if r.lastErr != "" {
@@ -183,11 +188,16 @@ func (e *standbyError) Error() string { return fmt.Sprintf("slot is active for P
 // confirmed position until an error or the end of ctx. It returns nil only
 // when ctx ended.
 func (r *Relay) session(ctx context.Context) error {
-	db, err := connectSQL(ctx, r.cfg.PGURL)
+	cctx, cancel := context.WithTimeout(ctx, r.ioTimeout())
+	db, err := connectSQL(cctx, r.cfg.PGURL)
+	cancel()
 	if err != nil {
 		return err
 	}
 	defer closeConn(ctx, db.Close)
+	if err := checkWalLevel(ctx, db); err != nil {
+		return err
+	}
 	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
 		return err
 	}
@@ -200,7 +210,9 @@ func (r *Relay) session(ctx context.Context) error {
 	} else if s.activePID != 0 {
 		return &standbyError{pid: s.activePID}
 	}
-	repl, err := connectReplication(ctx, r.cfg.PGURL)
+	cctx, cancel = context.WithTimeout(ctx, r.ioTimeout())
+	repl, err := connectReplication(cctx, r.cfg.PGURL)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -225,9 +237,12 @@ func (r *Relay) session(ctx context.Context) error {
 		ps.close()
 		return err
 	}
+	r.setKafka(nil) // the producer just connected
+	interval := statusInterval(r.cfg.StatusInterval, wst)
+	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
 	r.setState(stateStreaming, nil)
-	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", statusInterval(r.cfg.StatusInterval, wst))
-	return r.stream(ctx, repl, db, ps, start, statusInterval(r.cfg.StatusInterval, wst), rejected)
+	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
+	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)
 }
 
 // closeConn closes a connection within a few seconds even after ctx ended
@@ -273,7 +288,7 @@ func activePID(pe *pgconn.PgError) int32 {
 // stream runs the session's goroutines: the connection owner, the feeder and
 // the two drainers of the producer's result channels.
 func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
-	start pglogrepl.LSN, interval time.Duration, rejected map[uuid.UUID]bool) error {
+	start pglogrepl.LSN, interval, silence time.Duration, rejected map[uuid.UUID]bool) error {
 	schema, table, _ := r.cfg.outboxTable()
 	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
 	// The session lives on past ctx while it drains; a producer error
@@ -286,7 +301,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
 		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix),
-		tr: tr, feed: feed, interval: interval, start: start, sent: start, confirm: r.onConfirm,
+		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
 	var g errgroup.Group
 	g.Go(func() error {
@@ -306,7 +321,12 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	})
 	g.Go(ps.successes)
 	g.Go(ps.errors)
+	wctx, stopWatch := context.WithCancel(sctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); r.watchKafka(wctx, ps.client) }()
 	err := g.Wait()
+	stopWatch()
+	<-watched
 	ps.client.Close()
 	if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause

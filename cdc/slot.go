@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -72,9 +71,7 @@ func connectSQL(ctx context.Context, url string) (*pgx.Conn, error) {
 // a missing database, a role without the replication privilege, a server
 // certificate that does not verify.
 func connectError(err error) error {
-	code, _ := pgErrorCode(err)
-	switch {
-	case strings.HasPrefix(code, "28"), code == "3D000", code == "42501", ipg.CertificateError(err):
+	if permanentConnectError(err) {
 		return fatal(err)
 	}
 	return err

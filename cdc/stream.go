@@ -43,6 +43,7 @@ type stream struct {
 	tr       *ack.Tracker
 	feed     chan<- *pending
 	interval time.Duration
+	silence  time.Duration       // receiveBound: longer without a message means a dead connection
 	confirm  func(pglogrepl.LSN) // told every position sent
 
 	start      pglogrepl.LSN // the slot's confirmed position at session start
@@ -51,6 +52,7 @@ type stream struct {
 	commitTime time.Time     // of the open transaction
 	nextStatus time.Time
 	lastStatus time.Time
+	lastRecv   time.Time // of the latest message, or when receiving resumed
 	deadline   time.Time // read deadline currently set on the socket
 }
 
@@ -64,6 +66,7 @@ func (s *stream) run(stop, ctx context.Context) (err error) {
 		}
 	}()
 	s.nextStatus = time.Now() // confirm the start position at once
+	s.lastRecv = time.Now()
 	for {
 		if stop.Err() != nil {
 			s.drain(ctx)
@@ -81,6 +84,9 @@ func (s *stream) run(stop, ctx context.Context) (err error) {
 			if err := s.waitRoom(stop, ctx); err != nil {
 				return err
 			}
+			// Nothing is read while the window is full: silence counts
+			// only while the stream waits for the server.
+			s.lastRecv = time.Now()
 			continue
 		}
 		if err := s.receive(ctx); err != nil {
@@ -106,10 +112,11 @@ func (s *stream) receive(ctx context.Context) error {
 	if err != nil {
 		if pgconn.Timeout(err) {
 			s.deadline = time.Time{} // an expired deadline must be reset
-			return nil
+			return s.checkSilence(time.Now())
 		}
 		return fmt.Errorf("receive from replication slot: %w", err)
 	}
+	s.lastRecv = time.Now()
 	switch msg := msg.(type) {
 	case *pgproto3.CopyData:
 		return s.copyData(ctx, msg.Data)
@@ -276,14 +283,23 @@ func (s *stream) position() pglogrepl.LSN {
 }
 
 // sendStatus confirms position(): write, flush and apply all set to it, since
-// pglogrepl would fill zero ones from write (CDC-RULES 1).
+// pglogrepl would fill zero ones from write (CDC-RULES 1). When the server
+// has been silent for a status interval the update asks for a reply, so a
+// live server is never silent for long; the write has a deadline, so a
+// dead peer cannot block it.
 func (s *stream) sendStatus() error {
 	pos := s.position()
+	if s.silence > 0 {
+		if err := s.conn.Conn().SetWriteDeadline(time.Now().Add(s.silence)); err != nil {
+			return fmt.Errorf("set write deadline: %w", err)
+		}
+	}
 	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), s.conn, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: pos,
 		WALFlushPosition: pos,
 		WALApplyPosition: pos,
 		ClientTime:       time.Now(),
+		ReplyRequested:   time.Since(s.lastRecv) >= s.interval,
 	})
 	if err != nil {
 		return fmt.Errorf("send standby status update: %w", err)

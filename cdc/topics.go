@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,18 +18,34 @@ import (
 // bytes to its records (rounded up for safety).
 const batchOverhead = 128
 
-// limits remembers, across sessions, the record size each topic accepts. The
-// producer batches every topic up to one MaxMessageBytes, so the relay uses
-// the smallest limit it knows as its record limit.
+// limits remembers, across sessions, the record size each topic accepts and
+// which topics had their durability checked. The producer batches every
+// topic up to one MaxMessageBytes, so the relay uses the smallest limit it
+// knows as its record limit.
 type limits struct {
 	mu       sync.Mutex
-	max      int            // --max-message-bytes
-	byTopic  map[string]int // max.message.bytes - batchOverhead
-	suspects map[string]int // event id -> broker MESSAGE_TOO_LARGE refusals
+	max      int             // --max-message-bytes
+	byTopic  map[string]int  // max.message.bytes - batchOverhead
+	suspects map[string]int  // event id -> broker MESSAGE_TOO_LARGE refusals
+	checked  map[string]bool // topics whose durability was checked
+	log      *slog.Logger    // for the durability warnings
 }
 
 func newLimits(max int) *limits {
-	return &limits{max: max, byTopic: map[string]int{}, suspects: map[string]int{}}
+	return &limits{max: max, byTopic: map[string]int{}, suspects: map[string]int{},
+		checked: map[string]bool{}, log: slog.New(slog.DiscardHandler)}
+}
+
+// firstUse reports whether topic is used for the first time by this relay,
+// and marks it used.
+func (l *limits) firstUse(topic string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.checked[topic] {
+		return false
+	}
+	l.checked[topic] = true
+	return true
 }
 
 // current is the record limit for a new producer.
@@ -109,11 +126,16 @@ func (t *topics) ensure(ctx context.Context, topic string) error {
 	if err := t.exist(ctx, topic); err != nil {
 		return err
 	}
-	maxBytes, err := t.maxMessageBytes(topic)
+	conf, err := t.topicConfig(topic)
 	if err != nil {
 		return err
 	}
-	t.limits.set(topic, maxBytes-batchOverhead)
+	t.limits.set(topic, conf.maxMessageBytes-batchOverhead)
+	if t.limits.firstUse(topic) {
+		if w := durabilityWarning(topic, conf.minInsyncReplicas, len(t.client.Brokers())); w != "" {
+			t.limits.log.Warn(w)
+		}
+	}
 	t.ensured[topic] = true
 	return nil
 }
@@ -126,10 +148,7 @@ func (t *topics) exist(ctx context.Context, topic string) error {
 	if !t.cfg.CreateTopics {
 		return t.awaitMissing(ctx, topic)
 	}
-	err = t.admin.CreateTopic(topic, &sarama.TopicDetail{
-		NumPartitions:     t.cfg.TopicPartitions,
-		ReplicationFactor: t.cfg.TopicReplicationFactor,
-	}, false)
+	err = t.admin.CreateTopic(topic, topicDetail(t.cfg), false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		if errors.Is(err, sarama.ErrInvalidTopic) || errors.Is(err, sarama.ErrPolicyViolation) {
 			// The broker refuses this name (or its policy does): only
@@ -185,23 +204,69 @@ func (t *topics) leadersElected(topic string) bool {
 	return false
 }
 
-func (t *topics) maxMessageBytes(topic string) (int, error) {
+// topicDetail is how the relay creates a topic: the configured partitions,
+// the configured replication factor (-1: the broker's default, which needs
+// Kafka 2.4 or later) and, when set, min.insync.replicas.
+func topicDetail(cfg *Config) *sarama.TopicDetail {
+	d := &sarama.TopicDetail{NumPartitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplicationFactor}
+	if cfg.TopicMinInsyncReplicas > 0 {
+		v := strconv.Itoa(cfg.TopicMinInsyncReplicas)
+		d.ConfigEntries = map[string]*string{"min.insync.replicas": &v}
+	}
+	return d
+}
+
+// topicConf is what the relay reads of a topic's configuration.
+type topicConf struct {
+	maxMessageBytes   int
+	minInsyncReplicas int
+}
+
+func (t *topics) topicConfig(topic string) (topicConf, error) {
+	var c topicConf
 	entries, err := t.admin.DescribeConfig(sarama.ConfigResource{
-		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes"},
+		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes", "min.insync.replicas"},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("describe topic %s: %w", topic, err)
+		return c, fmt.Errorf("describe topic %s: %w", topic, err)
 	}
+	found := map[string]bool{}
 	for _, e := range entries {
-		if e.Name == "max.message.bytes" {
-			v, err := strconv.Atoi(e.Value)
-			if err != nil {
-				return 0, fmt.Errorf("topic %s: max.message.bytes %q: %w", topic, e.Value, err)
-			}
-			return v, nil
+		var dst *int
+		switch e.Name {
+		case "max.message.bytes":
+			dst = &c.maxMessageBytes
+		case "min.insync.replicas":
+			dst = &c.minInsyncReplicas
+		default:
+			continue
 		}
+		v, err := strconv.Atoi(e.Value)
+		if err != nil {
+			return c, fmt.Errorf("topic %s: %s %q: %w", topic, e.Name, e.Value, err)
+		}
+		*dst, found[e.Name] = v, true
 	}
-	return 0, fmt.Errorf("describe topic %s: no max.message.bytes", topic)
+	if !found["max.message.bytes"] {
+		return c, fmt.Errorf("describe topic %s: no max.message.bytes", topic)
+	}
+	if !found["min.insync.replicas"] {
+		c.minInsyncReplicas = 1 // Kafka's default
+	}
+	return c, nil
+}
+
+// durabilityWarning is the warning for a topic whose min.insync.replicas
+// lets an acknowledged record live on a single broker although the cluster
+// has enough brokers for more: when that broker is lost, so is the record,
+// after the slot was confirmed past it. "" when there is nothing to say
+// (a cluster of fewer than 3 brokers cannot do better safely).
+func durabilityWarning(topic string, minInsyncReplicas, brokers int) string {
+	if brokers < 3 || minInsyncReplicas >= 2 {
+		return ""
+	}
+	return fmt.Sprintf("topic %s has min.insync.replicas=%d on a cluster of %d brokers: an acknowledged event may be lost with a single broker; set min.insync.replicas=2 on the topic (or --topic-min-insync-replicas for topics the relay creates)",
+		topic, minInsyncReplicas, brokers)
 }
 
 // missingTopicWait bounds how long the first event of a session that goes to

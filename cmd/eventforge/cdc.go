@@ -31,6 +31,7 @@ type relayFlags struct {
 	topicPrefix     string
 	partitions      int32
 	replication     int16
+	minInsync       int
 	createTopics    bool
 	compression     string
 	maxMessageBytes int
@@ -42,7 +43,8 @@ func (f *relayFlags) register(cmd *cobra.Command) {
 	f.kafka.register(cmd)
 	fs.StringVar(&f.topicPrefix, "topic-prefix", "", "prefix of every topic name (topic = prefix + aggregate_type)")
 	fs.Int32Var(&f.partitions, "topic-partitions", cdc.DefaultTopicPartitions, "partitions of topics the relay creates")
-	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates")
+	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates; -1: the broker's default.replication.factor (Kafka 2.4 or later)")
+	fs.IntVar(&f.minInsync, "topic-min-insync-replicas", 0, "min.insync.replicas of topics the relay creates; 0: the broker's default (set 2 on a cluster of 3 or more brokers)")
 	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false events to a missing topic go to outbox_rejected")
 	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
@@ -62,6 +64,7 @@ func (f *relayFlags) config() (cdc.Config, error) {
 	cfg.TopicPrefix = f.topicPrefix
 	cfg.TopicPartitions = f.partitions
 	cfg.TopicReplicationFactor = f.replication
+	cfg.TopicMinInsyncReplicas = f.minInsync
 	cfg.CreateTopics = f.createTopics
 	cfg.Compression = f.compression
 	cfg.MaxMessageBytes = f.maxMessageBytes
@@ -78,6 +81,7 @@ func newCDCRunCmd() *cobra.Command {
 		maxBytes          int64
 		heartbeat         time.Duration
 		statusInterval    time.Duration
+		receiveTimeout    time.Duration
 		shutdownTimeout   time.Duration
 		metricsAddr       string
 		pprofOn           bool
@@ -102,6 +106,7 @@ same slot waits as a standby and takes over when the first one stops.`,
 			cfg.Slot, cfg.Publication, cfg.OutboxTable = slot, publication, outboxTable
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
+			cfg.ReceiveTimeout = receiveTimeout
 			if heartbeat == 0 {
 				cfg.HeartbeatInterval = -1 // 0 disables
 			}
@@ -140,6 +145,7 @@ same slot waits as a standby and takes over when the first one stops.`,
 	fs.Int64Var(&maxBytes, "max-in-flight-bytes", cdc.DefaultMaxInFlightBytes, "bytes of events produced but not yet acknowledged before the relay stops reading")
 	fs.DurationVar(&heartbeat, "heartbeat-interval", cdc.DefaultHeartbeatInterval, "interval of heartbeat messages that keep the slot moving while the outbox is quiet; 0 disables")
 	fs.DurationVar(&statusInterval, "status-interval", 0, "longest time between status updates to the server; 0 means min(10s, wal_sender_timeout/2)")
+	fs.DurationVar(&receiveTimeout, "receive-timeout", 0, "silence (no data, no keepalive) on the replication connection after which it is presumed dead and the relay reconnects; 0 means max(3 x heartbeat, 3 x status interval, wal_sender_timeout) + 5s")
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", cdc.DefaultShutdownTimeout, "how long a shutdown waits for in-flight events to be acknowledged")
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)

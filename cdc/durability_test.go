@@ -1,0 +1,97 @@
+package cdc
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/testenv"
+)
+
+func TestDurabilityWarning(t *testing.T) {
+	tests := []struct {
+		name              string
+		minInsync, broker int
+		warn              bool
+	}{
+		{"single broker", 1, 1, false},
+		{"two brokers", 1, 2, false},
+		{"three brokers, default min.insync", 1, 3, true},
+		{"five brokers, default min.insync", 1, 5, true},
+		{"three brokers, min.insync 2", 2, 3, false},
+		{"three brokers, min.insync 3", 3, 3, false},
+		{"unknown broker count", 1, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := durabilityWarning("orders", tt.minInsync, tt.broker)
+			if (w != "") != tt.warn {
+				t.Fatalf("durabilityWarning(min.insync=%d, brokers=%d) = %q, want warning %v", tt.minInsync, tt.broker, w, tt.warn)
+			}
+			if w != "" && (!strings.Contains(w, "orders") || !strings.Contains(w, "--topic-min-insync-replicas") || strings.Contains(w, "\n")) {
+				t.Fatalf("warning %q must be one line naming the topic and the flag", w)
+			}
+		})
+	}
+}
+
+func TestTopicDetail(t *testing.T) {
+	cfg := DefaultConfig()
+	d := topicDetail(&cfg)
+	if d.ReplicationFactor != -1 || d.ConfigEntries != nil {
+		t.Fatalf("default topic detail %+v: want the broker's replication factor and min.insync.replicas", d)
+	}
+	cfg.TopicMinInsyncReplicas = 2
+	if v := topicDetail(&cfg).ConfigEntries["min.insync.replicas"]; v == nil || *v != "2" {
+		t.Fatalf("min.insync.replicas not set: %v", v)
+	}
+}
+
+// TestCreatedTopicDurability creates a topic as the relay does and reads it
+// back: min.insync.replicas is the configured one, and the replication
+// factor is the broker's default.replication.factor.
+func TestCreatedTopicDurability(t *testing.T) {
+	env := testenv.Shared(t)
+	cfg := testConfig(t, env.PGURL, env.Brokers)
+	cfg.TopicMinInsyncReplicas = 2
+	sc, err := cfg.producerConfig(cfg.MaxMessageBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	tp, err := newTopics(&cfg, client, newLimits(cfg.MaxMessageBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := cfg.TopicPrefix + "durable"
+	if err := tp.ensure(context.Background(), topic); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := tp.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"min.insync.replicas"}})
+	if err != nil || len(entries) != 1 || entries[0].Value != "2" {
+		t.Fatalf("min.insync.replicas of the created topic: %+v, %v; want 2", entries, err)
+	}
+	brokers := client.Brokers()
+	entries, err = tp.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(brokers[0].ID())),
+		ConfigNames: []string{"default.replication.factor"}})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("broker default.replication.factor: %+v, %v", entries, err)
+	}
+	want, _ := strconv.Atoi(entries[0].Value)
+	md, err := tp.admin.DescribeTopics([]string{topic})
+	if err != nil || len(md) != 1 || len(md[0].Partitions) == 0 {
+		t.Fatalf("describe %s: %+v, %v", topic, md, err)
+	}
+	for _, p := range md[0].Partitions {
+		if len(p.Replicas) != want {
+			t.Fatalf("partition %d has %d replicas, want the broker default %d", p.ID, len(p.Replicas), want)
+		}
+	}
+}
