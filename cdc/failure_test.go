@@ -118,7 +118,7 @@ func TestMissingSlotWithStateIsAnError(t *testing.T) {
 	if !errors.Is(err, ErrSlotMissing) {
 		t.Fatalf("Run = %v, want ErrSlotMissing", err)
 	}
-	for _, want := range []string{"eventforge slot drop --slot " + cfg.Slot + " --yes", "outbox republish --since"} {
+	for _, want := range []string{"eventforge slot drop --slot " + cfg.Slot + " --yes", "cdc run --backfill-since"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

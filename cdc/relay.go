@@ -191,8 +191,15 @@ func (r *Relay) session(ctx context.Context) error {
 	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
 		return err
 	}
+	schema, table, _ := r.cfg.outboxTable()
+	if err := checkCoverage(ctx, db, r.cfg.Publication, schema, table); err != nil {
+		return err
+	}
 	wst, err := walSenderTimeout(ctx, db)
 	if err != nil {
+		return err
+	}
+	if err := lockSlot(ctx, db, r.cfg.Slot); err != nil {
 		return err
 	}
 	if s, err := readSlot(ctx, db, r.cfg.Slot); err != nil {
@@ -209,7 +216,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("identify system: %w", err)
 	}
-	start, err := prepareSlot(ctx, db, repl, r.cfg.Slot)
+	start, err := r.prepareSlot(ctx, db, repl)
 	if err != nil {
 		return err
 	}

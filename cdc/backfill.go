@@ -1,0 +1,201 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// A new slot is created with an exported snapshot: exactly the transactions
+// committed before the slot's consistent point are visible in it, and
+// exactly the later ones are streamed from the slot. Publishing the rows the
+// snapshot sees, waiting for their acks, and only then streaming therefore
+// publishes every row once, with each key's older rows before its newer ones.
+
+// backfillPending is the relay_state position that marks a slot whose
+// backfill has not been acknowledged yet: written before the slot is
+// created, replaced by the consistent point once the backfill is acked. A
+// relay that finds it recreates the slot and backfills again (nothing was
+// streamed from the slot yet), so a crash mid-backfill loses nothing.
+const backfillPending = pglogrepl.LSN(0)
+
+// backfillRange is the rows a new slot publishes from its snapshot, and
+// whether any were asked for.
+func (c *Config) backfillRange() (outboxRange, bool) {
+	switch {
+	case c.BackfillAll:
+		return outboxRange{}, true
+	case !c.BackfillSince.IsZero():
+		return outboxRange{since: c.BackfillSince}, true
+	}
+	return outboxRange{}, false
+}
+
+// snapshotName is the shape of a name CREATE_REPLICATION_SLOT exports
+// (e.g. 00000003-00000002-1); SET TRANSACTION SNAPSHOT takes no parameter.
+var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]{1,64}$`)
+
+// snapshot is a read-only transaction that sees what a new slot's exported
+// snapshot saw.
+type snapshot struct {
+	conn *pgx.Conn
+	tx   pgx.Tx
+}
+
+// importSnapshot opens a connection and imports the exported snapshot name.
+// It must run before the replication connection that exported it issues
+// another command: the export ends with that command.
+func importSnapshot(ctx context.Context, url, name string) (*snapshot, error) {
+	if !snapshotName.MatchString(name) {
+		return nil, fmt.Errorf("unexpected snapshot name %q", name)
+	}
+	conn, err := connectSQL(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err == nil {
+		_, err = tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+name+"'")
+	}
+	if err != nil {
+		closeConn(ctx, conn.Close)
+		return nil, fmt.Errorf("import snapshot %s of the new slot: %w", name, err)
+	}
+	return &snapshot{conn: conn, tx: tx}, nil
+}
+
+func (s *snapshot) close(ctx context.Context) {
+	_ = s.tx.Rollback(context.WithoutCancel(ctx))
+	closeConn(ctx, s.conn.Close)
+}
+
+// createSlot creates the slot with an exported snapshot and, before
+// returning its consistent point (where streaming starts), publishes the
+// rows the configuration asks for from that snapshot and waits for their
+// acks; without a backfill it warns about the rows the slot will never see.
+func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
+	slot := r.cfg.Slot
+	rng, backfill := r.cfg.backfillRange()
+	if backfill {
+		// Before the slot exists: a crash between the two must not leave a
+		// slot that a restart would stream from without the backfill.
+		if err := writeState(ctx, sqlConn, slot, backfillPending); err != nil {
+			return 0, err
+		}
+	}
+	res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput",
+		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	if err != nil {
+		return 0, fmt.Errorf("create replication slot %s: %w", slot, err)
+	}
+	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
+	if err != nil {
+		return 0, fmt.Errorf("parse consistent point of slot %s: %w", slot, err)
+	}
+	snap, err := importSnapshot(ctx, r.cfg.PGURL, res.SnapshotName)
+	if err != nil {
+		return 0, err
+	}
+	defer snap.close(ctx)
+	if backfill {
+		if err := r.backfill(ctx, snap, sqlConn, rng, lsn); err != nil {
+			return 0, err
+		}
+	} else {
+		r.warnUnpublished(ctx, snap)
+	}
+	// From now on a missing slot means events may have been skipped.
+	if err := writeState(ctx, sqlConn, slot, lsn); err != nil {
+		return 0, err
+	}
+	return lsn, nil
+}
+
+// backfill publishes rng's rows of the snapshot through republish (the same
+// producer configuration, record format and rejections) and returns once
+// the broker acknowledged every one.
+func (r *Relay) backfill(ctx context.Context, snap *snapshot, side *pgx.Conn, rng outboxRange, lsn pglogrepl.LSN) error {
+	began := time.Now()
+	r.log.Info("backfilling outbox rows committed before the new slot", "since", sinceText(rng), "consistent_point", lsn)
+	res, err := republish(ctx, &r.cfg, snap.tx, side, rng, r.log)
+	if err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("backfill from the snapshot of slot %s (it is recreated and the backfill repeated on the next attempt): %w", r.cfg.Slot, err)
+		}
+		return err
+	}
+	r.log.Info("backfill acknowledged; streaming follows", "published", res.Published, "rejected", res.Rejected,
+		"took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+func sinceText(rng outboxRange) string {
+	if rng.since.IsZero() {
+		return "all"
+	}
+	return rng.since.UTC().Format(time.RFC3339Nano)
+}
+
+// warnUnpublished tells the operator about outbox rows committed before a
+// slot created without a backfill: the slot will never deliver them.
+func (r *Relay) warnUnpublished(ctx context.Context, snap *snapshot) {
+	n, oldest, err := countOutbox(ctx, snap.tx, &r.cfg, outboxRange{})
+	if err != nil {
+		r.log.Warn("new replication slot: could not count the outbox rows committed before it, which it will not deliver", "err", err)
+		return
+	}
+	if n == 0 {
+		return
+	}
+	r.log.Warn(fmt.Sprintf("new replication slot %s: %d outbox rows committed before it (oldest created_at %s) will not be published; "+
+		"to publish them in order before the stream: stop the relay, run eventforge slot drop --slot %s --yes, and start eventforge cdc run with --backfill-since TIME or --backfill-all",
+		r.cfg.Slot, n, oldest.UTC().Format(time.RFC3339), r.cfg.Slot), "unpublished_rows", n)
+}
+
+// redoBackfill handles a slot whose backfill an earlier start began but
+// never finished (relay_state holds backfillPending): nothing was streamed
+// from the slot, so it is dropped and created again with a new snapshot.
+func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, s slotState) (pglogrepl.LSN, error) {
+	slot := r.cfg.Slot
+	if _, asked := r.cfg.backfillRange(); !asked {
+		return 0, fatalf(ErrSlotMismatch, "the backfill of replication slot %s did not finish (relay_state holds %s): start eventforge cdc run with --backfill-since or --backfill-all again, or give it up with eventforge slot drop --slot %s --yes",
+			slot, backfillPending, slot)
+	}
+	if s.exists {
+		if _, err := sqlConn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
+			return 0, fmt.Errorf("drop replication slot %s of an unfinished backfill: %w", slot, err)
+		}
+	}
+	r.log.Warn("the backfill of an earlier start did not finish: creating the slot again and repeating the backfill")
+	return r.createSlot(ctx, sqlConn, repl)
+}
+
+// Advisory lock of a slot's session, so that only one relay prepares
+// (creates, backfills) and streams a slot at a time. A slot is only
+// "active" once a walsender streams from it, which is after the backfill.
+const slotLockClass = 0x45564647 // "EVFG"
+
+// lockSlot takes the session's slot lock on conn; it is released when conn
+// closes. It returns a *standbyError when another relay holds it.
+func lockSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext($2))", slotLockClass, slot).Scan(&ok); err != nil {
+		return fmt.Errorf("lock slot %s: %w", slot, err)
+	}
+	if ok {
+		return nil
+	}
+	var pid int32
+	err := conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND classid = $1::int8::oid AND objid = (hashtext($2)::int8 & 4294967295)::oid AND objsubid = 2`, slotLockClass, slot).Scan(&pid)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read holder of slot lock %s: %w", slot, err)
+	}
+	return &standbyError{pid: pid}
+}
