@@ -2,7 +2,6 @@ package cdc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -117,24 +116,6 @@ func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.
 	return lsn, nil
 }
 
-// backfill publishes rng's rows of the snapshot through republish (the same
-// producer configuration, record format and rejections) and returns once
-// the broker acknowledged every one.
-func (r *Relay) backfill(ctx context.Context, snap *snapshot, side *pgx.Conn, rng outboxRange, lsn pglogrepl.LSN) error {
-	began := time.Now()
-	r.log.Info("backfilling outbox rows committed before the new slot", "since", sinceText(rng), "consistent_point", lsn)
-	res, err := republish(ctx, &r.cfg, snap.tx, side, rng, r.log)
-	if err != nil {
-		if ctx.Err() == nil {
-			err = fmt.Errorf("backfill from the snapshot of slot %s (it is recreated and the backfill repeated on the next attempt): %w", r.cfg.Slot, err)
-		}
-		return err
-	}
-	r.log.Info("backfill acknowledged; streaming follows", "published", res.Published, "rejected", res.Rejected,
-		"took", time.Since(began).Round(time.Millisecond))
-	return nil
-}
-
 func sinceText(rng outboxRange) string {
 	if rng.since.IsZero() {
 		return "all"
@@ -174,28 +155,4 @@ func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgcon
 	}
 	r.log.Warn("the backfill of an earlier start did not finish: creating the slot again and repeating the backfill")
 	return r.createSlot(ctx, sqlConn, repl)
-}
-
-// Advisory lock of a slot's session, so that only one relay prepares
-// (creates, backfills) and streams a slot at a time. A slot is only
-// "active" once a walsender streams from it, which is after the backfill.
-const slotLockClass = 0x45564647 // "EVFG"
-
-// lockSlot takes the session's slot lock on conn; it is released when conn
-// closes. It returns a *standbyError when another relay holds it.
-func lockSlot(ctx context.Context, conn *pgx.Conn, slot string) error {
-	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, hashtext($2))", slotLockClass, slot).Scan(&ok); err != nil {
-		return fmt.Errorf("lock slot %s: %w", slot, err)
-	}
-	if ok {
-		return nil
-	}
-	var pid int32
-	err := conn.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-		AND classid = $1::int8::oid AND objid = (hashtext($2)::int8 & 4294967295)::oid AND objsubid = 2`, slotLockClass, slot).Scan(&pid)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("read holder of slot lock %s: %w", slot, err)
-	}
-	return &standbyError{pid: pid}
 }

@@ -87,22 +87,29 @@ func countOutbox(ctx context.Context, q rowQuerier, cfg *Config, r outboxRange) 
 }
 
 // outboxOrder is the order rows are published in, which is the per-key
-// order consumers see. The commit order of rows is not stored: with
-// track_commit_timestamp on, the commit timestamp of the row's transaction
-// comes first (exact for writers that serialize a key's transactions, e.g.
-// by locking the aggregate's row); otherwise, and for rows older than the
-// setting, created_at (by default the transaction's start time); then the
-// row's physical position, which keeps the insertion order of one
-// transaction's rows in an append-mostly table.
+// order consumers see. A row's commit order is not stored, so:
+//   - with track_commit_timestamp on, the commit timestamp of the row's
+//     transaction comes first (commit order for writers that serialize a
+//     key's transactions, e.g. by locking the aggregate's row); rows older
+//     than the setting come first;
+//   - then created_at, by default the transaction's start time: commit order
+//     for a key whose transactions do not overlap;
+//   - then the transaction (age of xmin), the statement within it (cmin), and
+//     the row's physical position: one transaction's rows come in statement
+//     order, but the rows ONE statement inserts may come in another order
+//     when several sessions write the table at once (the heap does not keep
+//     insertion order), so events of one key that must stay ordered go in
+//     separate statements.
 func outboxOrder(ctx context.Context, q rowQuerier) (string, error) {
 	var on bool
 	if err := q.QueryRow(ctx, "SELECT current_setting('track_commit_timestamp')::bool").Scan(&on); err != nil {
 		return "", fmt.Errorf("read track_commit_timestamp: %w", err)
 	}
+	const rest = "created_at, age(xmin) DESC, cmin::text::bigint, ctid"
 	if on {
-		return "pg_xact_commit_timestamp(xmin) NULLS FIRST, created_at, ctid", nil
+		return "pg_xact_commit_timestamp(xmin) NULLS FIRST, " + rest, nil
 	}
-	return "created_at, ctid", nil
+	return rest, nil
 }
 
 // readOutbox calls fn with each row of r in outboxOrder. headersErr is set

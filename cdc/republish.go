@@ -28,33 +28,28 @@ type RepublishResult struct {
 // timestamp of each record is the row's created_at (the commit time is not
 // stored). Any producer error stops it; running it again is safe.
 func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slog.Logger) (RepublishResult, error) {
+	var res RepublishResult
 	cfg = cfg.withDefaults()
 	if err := cfg.Kafka.Validate(); err != nil {
-		return RepublishResult{}, err
+		return res, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	db, err := connectSQL(ctx, cfg.PGURL)
 	if err != nil {
-		return RepublishResult{}, err
+		return res, err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
 	side, err := connectSQL(ctx, cfg.PGURL)
 	if err != nil {
-		return RepublishResult{}, err
+		return res, err
 	}
 	defer side.Close(context.WithoutCancel(ctx))
-	return republish(ctx, &cfg, db, side, outboxRange{since: since, until: until}, log)
-}
 
-// republish produces the rows of rng that rows sees (a connection, or the
-// transaction of a slot's snapshot) and waits for the broker's acks of all
-// of them. Rejections are recorded through side.
-func republish(ctx context.Context, cfg *Config, rows rowQuerier, side *pgx.Conn, rng outboxRange, log *slog.Logger) (RepublishResult, error) {
-	var res RepublishResult
+	rng := outboxRange{since: since, until: until}
 	lim := newLimits(cfg.MaxMessageBytes)
-	badTopics, err := learnTopics(ctx, cfg, rows, lim, rng)
+	badTopics, err := learnTopics(ctx, &cfg, db, lim, rng)
 	if err != nil {
 		return res, err
 	}
@@ -83,7 +78,7 @@ func republish(ctx context.Context, cfg *Config, rows rowQuerier, side *pgx.Conn
 			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
 		}
 	}()
-	rejected, scanErr := republishRows(pctx, cfg, rows, side, prod, lim.current(), badTopics, rng, log)
+	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, rng, log)
 	prod.AsyncClose()
 	wg.Wait()
 	res.Published, res.Rejected = published.Load(), rejected
