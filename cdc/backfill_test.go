@@ -273,3 +273,39 @@ func TestUnfinishedBackfillIsRepeated(t *testing.T) {
 		t.Fatalf("relay_state after the backfill: %q (%v), want the consistent point", lsn, err)
 	}
 }
+
+// TestSlotLockKeepsSecondRelayStandby: while another relay holds the slot's
+// lock (as it does during a backfill, before any walsender makes the slot
+// active), a relay waits as a standby naming the holder's PID and creates
+// nothing; once the lock is free it creates the slot and streams.
+func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	cfg := testConfig(t, url, env.Brokers)
+	holder := connect(t, url)
+	mustExec(t, holder, "SELECT pg_advisory_lock($1, hashtext($2))", slotLockClass, cfg.Slot)
+	var pid int32
+	if err := holder.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	var buf testenv.Buffer
+	relay, err := New(cfg, slog.New(slog.NewTextHandler(&buf, nil)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 30*time.Second, "standby", func() bool { return relay.State() == stateStandby })
+	if !strings.Contains(buf.String(), fmt.Sprintf("active for PID %d", pid)) {
+		t.Fatalf("standby log does not name PID %d:\n%s", pid, buf.String())
+	}
+	var n int
+	if err := db.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", cfg.Slot).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("a standby created the slot (%d, %v)", n, err)
+	}
+	mustExec(t, holder, "SELECT pg_advisory_unlock($1, hashtext($2))", slotLockClass, cfg.Slot)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return relay.State() == stateStreaming })
+}
