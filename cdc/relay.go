@@ -232,6 +232,7 @@ func (r *Relay) session(ctx context.Context) error {
 		ps.close()
 		return err
 	}
+	unlockSlot(ctx, db, r.cfg.Slot) // the active slot keeps other relays standing by
 	r.setState(stateStreaming, nil)
 	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", statusInterval(r.cfg.StatusInterval, wst))
 	return r.stream(ctx, repl, db, ps, start, statusInterval(r.cfg.StatusInterval, wst), rejected)
