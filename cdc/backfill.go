@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -16,6 +17,11 @@ import (
 // exactly the later ones are streamed from the slot. Publishing the rows the
 // snapshot sees, waiting for their acks, and only then streaming therefore
 // publishes every row once, with each key's older rows before its newer ones.
+
+// ErrBackfillUnfinished stops a relay started without a backfill on a slot
+// whose backfill an earlier start did not finish: streaming would skip the
+// rows it was to publish.
+var ErrBackfillUnfinished = errors.New("the backfill of the slot did not finish")
 
 // backfillPending is the relay_state position that marks a slot whose
 // backfill has not been acknowledged yet: written before the slot is
@@ -145,7 +151,7 @@ func (r *Relay) warnUnpublished(ctx context.Context, snap *snapshot) {
 func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, s slotState) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
 	if _, asked := r.cfg.backfillRange(); !asked {
-		return 0, fatalf(ErrSlotMismatch, "the backfill of replication slot %s did not finish (relay_state holds %s): start eventforge cdc run with --backfill-since or --backfill-all again, or give it up with eventforge slot drop --slot %s --yes",
+		return 0, fatalf(ErrBackfillUnfinished, "the backfill of replication slot %s did not finish (relay_state holds %s): start eventforge cdc run with --backfill-since or --backfill-all again, or give it up with eventforge slot drop --slot %s --yes",
 			slot, backfillPending, slot)
 	}
 	if s.exists {

@@ -259,7 +259,7 @@ func TestUnfinishedBackfillIsRepeated(t *testing.T) {
 	mustExec(t, db, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", cfg.Slot)
 
 	err := runUntilFatal(t, cfg)
-	if !errors.Is(err, ErrSlotMismatch) || !strings.Contains(err.Error(), "did not finish") {
+	if !errors.Is(err, ErrBackfillUnfinished) || !strings.Contains(err.Error(), "--backfill-since") {
 		t.Fatalf("Run without the backfill = %v, want a refusal", err)
 	}
 	cfg.BackfillAll = true
