@@ -309,3 +309,46 @@ func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
 	mustExec(t, holder, "SELECT pg_advisory_unlock($1, hashtext($2))", slotLockClass, cfg.Slot)
 	waitFor(t, 30*time.Second, "streaming", func() bool { return relay.State() == stateStreaming })
 }
+
+// TestBackfillRejectsLikeTheStream: rows of the snapshot that cannot be
+// produced (a topic name Kafka refuses, a record over the limit) are
+// recorded in outbox_rejected, as streamed ones are, and the others go out.
+func TestBackfillRejectsLikeTheStream(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	cfg := testConfig(t, url, env.Brokers)
+	cfg.MaxMessageBytes = 1024
+	cfg.BackfillAll = true
+	insert := func(aggregateType string, payloadBytes int) uuid.UUID {
+		id := uuid.New()
+		mustExec(t, db, `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
+			VALUES ($1, $2, 'k', 'order.created', jsonb_build_object('pad', repeat('x', $3::int)))`, id, aggregateType, payloadBytes)
+		return id
+	}
+	good := map[uuid.UUID]int{insert("orders", 10): 1}
+	badTopic, tooLarge := insert("bad topic", 10), insert("orders", 2000)
+	good[insert("orders", 10)] = 2
+	r := startRelay(t, cfg)
+	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	rows, err := db.Query(context.Background(), "SELECT event_id, reason FROM outbox_rejected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[uuid.UUID]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			t.Fatal(err)
+		}
+		reasons[id] = reason
+	}
+	if rows.Err() != nil || len(reasons) != 2 || reasons[badTopic] == "" || !strings.Contains(reasons[tooLarge], "exceeds the limit") {
+		t.Fatalf("outbox_rejected = %v (%v), want the bad topic and the too large row", reasons, rows.Err())
+	}
+	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")
+	if dups := waitDistinct(t, col, good, 30*time.Second); dups != 0 || col.len() != 2 {
+		t.Fatalf("%d records, %d duplicates; want the 2 good rows", col.len(), dups)
+	}
+}
