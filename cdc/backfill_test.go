@@ -352,3 +352,55 @@ func TestBackfillRejectsLikeTheStream(t *testing.T) {
 		t.Fatalf("%d records, %d duplicates; want the 2 good rows", col.len(), dups)
 	}
 }
+
+// TestBackfillFollowsCommitTimestamps: with track_commit_timestamp on, the
+// backfill orders a key's rows by their transactions' commits, not by
+// created_at (the start): a transaction that began first but committed last
+// comes last, as the slot would have streamed it.
+func TestBackfillFollowsCommitTimestamps(t *testing.T) {
+	t.Parallel() // mostly waits for a private server to restart
+	env := testenv.Shared(t)
+	pg := testenv.StartPostgres(t)
+	admin := connect(t, pg.URL())
+	mustExec(t, admin, "ALTER SYSTEM SET track_commit_timestamp = on")
+	admin.Close(context.Background())
+	pg.Restart(t, false)
+	url := pg.URL()
+	begin := func() pgx.Tx {
+		tx, err := connect(t, url).Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	insert := func(tx pgx.Tx) uuid.UUID {
+		id := uuid.New()
+		if _, err := tx.Exec(context.Background(), insertRows, []uuid.UUID{id}, []string{"k"}, []int{0}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	first, second := begin(), begin() // first starts earlier: the smaller created_at
+	late := insert(first)
+	time.Sleep(10 * time.Millisecond)
+	early := insert(second)
+	for _, tx := range []pgx.Tx{second, first} { // but commits last
+		if err := tx.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(t, url, env.Brokers)
+	cfg.BackfillAll = true
+	r := startRelay(t, cfg)
+	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")
+	waitDistinct(t, col, map[uuid.UUID]int{early: 1, late: 2}, 30*time.Second)
+	var got []string
+	for _, m := range col.records() {
+		id, _ := header(m, "event_id")
+		got = append(got, id)
+	}
+	if want := []string{early.String(), late.String()}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("key k in Kafka: %v, want commit order %v", got, want)
+	}
+}
