@@ -52,6 +52,9 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 		tr.Commit(lsn)
 		err = awaitAcks(bctx, tr)
 	}
+	if err == nil && bctx.Err() != nil {
+		err = context.Cause(bctx) // never report a cut-short scan as complete
+	}
 	close(feed)
 	_ = g.Wait()
 	ps.client.Close()

@@ -147,7 +147,10 @@ func readOutbox(ctx context.Context, q rowQuerier, cfg *Config, r outboxRange, f
 			return err
 		}
 	}
-	if err := rows.Err(); err != nil && ctx.Err() == nil {
+	if ctx.Err() != nil {
+		return context.Cause(ctx) // the scan may have ended early
+	}
+	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read outbox: %w", err)
 	}
 	return nil
