@@ -54,6 +54,14 @@ type Config struct {
 	TopicMinInsyncReplicas int
 	CreateTopics           bool // false: events to a missing topic are rejected (after a bounded wait)
 
+	// BackfillSince, when set, makes a relay that creates its slot first
+	// publish the outbox rows created at or after it that the slot's
+	// exported snapshot sees, then stream from the slot's consistent point.
+	// Ignored when the slot exists. Default: zero (no backfill).
+	BackfillSince time.Time
+	// BackfillAll is BackfillSince for every row of the snapshot. Default false.
+	BackfillAll bool
+
 	MaxInFlightEvents int   // events produced but not yet acked
 	MaxInFlightBytes  int64 // their encoded size
 
@@ -166,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Publication, "'\"\x00") {
 		return fmt.Errorf("invalid --publication %q", c.Publication)
+	}
+	if c.BackfillAll && !c.BackfillSince.IsZero() {
+		return errors.New("--backfill-all and --backfill-since exclude each other")
 	}
 	if _, _, err := c.outboxTable(); err != nil {
 		return err

@@ -118,7 +118,7 @@ func TestMissingSlotWithStateIsAnError(t *testing.T) {
 	if !errors.Is(err, ErrSlotMissing) {
 		t.Fatalf("Run = %v, want ErrSlotMissing", err)
 	}
-	for _, want := range []string{"eventforge slot drop --slot " + cfg.Slot + " --yes", "outbox republish --since"} {
+	for _, want := range []string{"eventforge slot drop --slot " + cfg.Slot + " --yes", "cdc run --backfill-since"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -171,7 +171,7 @@ func TestLostSlotIsAnError(t *testing.T) {
 	if !errors.Is(err, ErrSlotLost) {
 		t.Fatalf("Run = %v, want ErrSlotLost", err)
 	}
-	for _, want := range []string{"eventforge slot drop --slot " + cfg.Slot + " --yes", "outbox republish --since", "wal_status \"lost\""} {
+	for _, want := range []string{"eventforge slot drop --slot " + cfg.Slot + " --yes", "cdc run --backfill-since", "wal_status \"lost\""} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

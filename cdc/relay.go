@@ -201,8 +201,15 @@ func (r *Relay) session(ctx context.Context) error {
 	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
 		return err
 	}
+	schema, table, _ := r.cfg.outboxTable()
+	if err := checkCoverage(ctx, db, r.cfg.Publication, schema, table); err != nil {
+		return err
+	}
 	wst, err := walSenderTimeout(ctx, db)
 	if err != nil {
+		return err
+	}
+	if err := lockSlot(ctx, db, r.cfg.Slot); err != nil {
 		return err
 	}
 	if s, err := readSlot(ctx, db, r.cfg.Slot); err != nil {
@@ -221,7 +228,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("identify system: %w", err)
 	}
-	start, err := prepareSlot(ctx, db, repl, r.cfg.Slot)
+	start, err := r.prepareSlot(ctx, db, repl)
 	if err != nil {
 		return err
 	}
@@ -240,6 +247,7 @@ func (r *Relay) session(ctx context.Context) error {
 	r.setKafka(nil) // the producer just connected
 	interval := statusInterval(r.cfg.StatusInterval, wst)
 	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
+	unlockSlot(ctx, db, r.cfg.Slot) // the active slot keeps other relays standing by
 	r.setState(stateStreaming, nil)
 	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
 	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)

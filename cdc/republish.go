@@ -47,12 +47,9 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	}
 	defer side.Close(context.WithoutCancel(ctx))
 
-	where, args := "created_at >= $1", []any{since}
-	if !until.IsZero() {
-		where, args = where+" AND created_at < $2", append(args, until)
-	}
+	rng := outboxRange{since: since, until: until}
 	lim := newLimits(cfg.MaxMessageBytes)
-	badTopics, err := learnTopics(ctx, &cfg, db, lim, where, args)
+	badTopics, err := learnTopics(ctx, &cfg, db, lim, rng)
 	if err != nil {
 		return res, err
 	}
@@ -81,7 +78,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
 		}
 	}()
-	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, where, args, log)
+	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, rng, log)
 	prod.AsyncClose()
 	wg.Wait()
 	res.Published, res.Rejected = published.Load(), rejected
@@ -97,14 +94,10 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 // learnTopics ensures every topic of the range exists and learns its limit
 // before the producer is configured. It returns the topics no event may go
 // to (invalid, internal or missing names), with the reason.
-func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, where string, args []any) (map[string]string, error) {
-	rows, err := db.Query(ctx, "SELECT DISTINCT aggregate_type FROM outbox WHERE "+where, args...)
+func learnTopics(ctx context.Context, cfg *Config, q rowQuerier, lim *limits, rng outboxRange) (map[string]string, error) {
+	types, err := outboxTypes(ctx, q, cfg, rng)
 	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
-	}
-	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
+		return nil, err
 	}
 	if len(types) == 0 {
 		return nil, nil
@@ -135,28 +128,11 @@ func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, wh
 	return bad, nil
 }
 
-func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
-	badTopics map[string]string, where string, args []any, log *slog.Logger) (int64, error) {
-	rows, err := db.Query(ctx, `SELECT event_id, aggregate_type, aggregate_id, event_type, payload::text, headers::text, created_at
-		FROM outbox WHERE `+where+` ORDER BY created_at, ctid`, args...)
-	if err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
-	}
-	defer rows.Close()
+func republishRows(ctx context.Context, cfg *Config, q rowQuerier, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
+	badTopics map[string]string, rng outboxRange, log *slog.Logger) (int64, error) {
 	var rejected int64
-	for rows.Next() {
-		var (
-			e       outbox.Event
-			payload string
-			headers string
-		)
-		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.EventType, &payload, &headers, &e.CommitTime); err != nil {
-			return rejected, fmt.Errorf("read outbox row: %w", err)
-		}
-		e.Payload = []byte(payload)
-		hs, herr := outbox.StringHeaders([]byte(headers))
-		e.Headers = hs
-		msg, err := outbox.Message(&e, cfg.TopicPrefix)
+	err := readOutbox(ctx, q, cfg, rng, func(e *outbox.Event, herr error) error {
+		msg, err := outbox.Message(e, cfg.TopicPrefix)
 		reason := badTopics[e.Topic(cfg.TopicPrefix)]
 		switch {
 		case reason != "":
@@ -169,20 +145,24 @@ func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sa
 		}
 		if reason != "" {
 			if err := recordRejected(ctx, side, e.ID, 0, e.Topic(cfg.TopicPrefix), reason); err != nil {
-				return rejected, err
+				return err
 			}
 			rejected++
 			log.Warn("event rejected: recorded in outbox_rejected", "event_id", e.ID, "reason", reason)
-			continue
+			return nil
 		}
 		select {
 		case prod.Input() <- msg:
+			return nil
 		case <-ctx.Done():
-			return rejected, nil
+			return errStopped
 		}
+	})
+	if errors.Is(err, errStopped) {
+		err = nil // the caller reports why ctx ended
 	}
-	if err := rows.Err(); err != nil && ctx.Err() == nil {
-		return rejected, fmt.Errorf("read outbox: %w", err)
-	}
-	return rejected, nil
+	return rejected, err
 }
+
+// errStopped ends a scan of the outbox whose context ended.
+var errStopped = errors.New("stopped")

@@ -187,48 +187,45 @@ func writeState(ctx context.Context, conn *pgx.Conn, slot string, lsn pglogrepl.
 	return nil
 }
 
-// recovery is the operator's way out of a slot that cannot be used, in the
-// order that leaves no gap: the new slot first, then the republish covering
-// everything since the last confirmation. An hour of margin, since rows carry
-// their transaction's start time: duplicates are harmless, gaps are not.
+// recovery is the operator's way out of a slot that cannot be used: a new
+// slot whose snapshot backfill covers everything since the last
+// confirmation, published before the new slot's stream, so each key keeps
+// its order. An hour of margin, since rows carry their transaction's start
+// time: duplicates are harmless, gaps are not.
 func recovery(slot string, since time.Time) string {
-	return fmt.Sprintf("recover: eventforge slot drop --slot %s --yes (drops the slot and its relay_state row); start eventforge cdc run again (it creates a new slot); then eventforge outbox republish --since %s (event IDs are unchanged, so consumers dedupe)",
+	return fmt.Sprintf("recover: eventforge slot drop --slot %s --yes (drops the slot and its relay_state row), then eventforge cdc run --backfill-since %s (creates a new slot and publishes the rows since then from its snapshot before streaming; event IDs are unchanged, so consumers dedupe)",
 		slot, since.Add(-time.Hour).UTC().Format(time.RFC3339))
 }
 
-// prepareSlot checks the slot (creating it on first use) and returns the
-// position streaming resumes from: its confirmed_flush_lsn.
-func prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, slot string) (pglogrepl.LSN, error) {
+// prepareSlot checks the slot (creating it on first use, with the backfill
+// the configuration asks for) and returns the position streaming resumes
+// from: its confirmed_flush_lsn, or a new slot's consistent point.
+func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
+	slot := r.cfg.Slot
 	s, err := readSlot(ctx, sqlConn, slot)
 	if err != nil {
 		return 0, err
 	}
-	if !s.exists {
-		st, err := readState(ctx, sqlConn, slot)
-		if err != nil {
+	st, err := readState(ctx, sqlConn, slot)
+	if err != nil {
+		return 0, err
+	}
+	if s.exists {
+		if err := checkSlotKind(ctx, sqlConn, s, slot); err != nil {
 			return 0, err
 		}
+	}
+	if st.exists && st.confirmed == backfillPending.String() {
+		return r.redoBackfill(ctx, sqlConn, repl, s)
+	}
+	if !s.exists {
 		if st.exists {
 			return 0, fatalf(ErrSlotMissing, "replication slot %s is missing although this relay confirmed %s on it (last at %s); it is not recreated silently because events after that point would be skipped; %s",
 				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.updatedAt))
 		}
-		return createSlot(ctx, sqlConn, repl, slot)
-	}
-	if s.slotType != "logical" || s.plugin != "pgoutput" {
-		return 0, fatalf(ErrSlotMismatch, "replication slot %s is %s/%s, want logical/pgoutput", slot, s.slotType, s.plugin)
-	}
-	var db string
-	if err := sqlConn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
-		return 0, fmt.Errorf("read current database: %w", err)
-	}
-	if s.database != db {
-		return 0, fatalf(ErrSlotMismatch, "replication slot %s belongs to database %s, not %s: choose another --slot", slot, s.database, db)
+		return r.createSlot(ctx, sqlConn, repl)
 	}
 	if s.walStatus == "lost" || s.confirmed == 0 {
-		st, err := readState(ctx, sqlConn, slot)
-		if err != nil {
-			return 0, err
-		}
 		since := st.updatedAt
 		if !st.exists {
 			since = time.Now()
@@ -236,24 +233,25 @@ func prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, sl
 		return 0, fatalf(ErrSlotLost, "replication slot %s can no longer stream (wal_status %q: the server removed WAL it needed, see max_slot_wal_keep_size); %s",
 			slot, s.walStatus, recovery(slot, since))
 	}
+	if _, asked := r.cfg.backfillRange(); asked {
+		r.log.Info("the slot exists: the backfill applies only when the relay creates the slot", "confirmed", s.confirmed)
+	}
 	return s.confirmed, nil
 }
 
-func createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, slot string) (pglogrepl.LSN, error) {
-	res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "NOEXPORT_SNAPSHOT"})
-	if err != nil {
-		return 0, fmt.Errorf("create replication slot %s: %w", slot, err)
+// checkSlotKind refuses a slot of another plugin, type or database.
+func checkSlotKind(ctx context.Context, sqlConn *pgx.Conn, s slotState, slot string) error {
+	if s.slotType != "logical" || s.plugin != "pgoutput" {
+		return fatalf(ErrSlotMismatch, "replication slot %s is %s/%s, want logical/pgoutput", slot, s.slotType, s.plugin)
 	}
-	lsn, err := pglogrepl.ParseLSN(res.ConsistentPoint)
-	if err != nil {
-		return 0, fmt.Errorf("parse consistent point of slot %s: %w", slot, err)
+	var db string
+	if err := sqlConn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		return fmt.Errorf("read current database: %w", err)
 	}
-	// From now on a missing slot means events may have been skipped.
-	if err := writeState(ctx, sqlConn, slot, lsn); err != nil {
-		return 0, err
+	if s.database != db {
+		return fatalf(ErrSlotMismatch, "replication slot %s belongs to database %s, not %s: choose another --slot", slot, s.database, db)
 	}
-	return lsn, nil
+	return nil
 }
 
 // walSenderTimeout reads the server's wal_sender_timeout; zero means disabled.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,6 +86,7 @@ func newCDCRunCmd() *cobra.Command {
 		shutdownTimeout   time.Duration
 		metricsAddr       string
 		pprofOn           bool
+		backfill          backfillFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -92,7 +94,15 @@ func newCDCRunCmd() *cobra.Command {
 		Long: `Stream committed outbox rows from a logical replication slot (pgoutput) to Kafka with an
 idempotent producer. The slot is confirmed only up to the end of the last transaction whose every
 event the broker acknowledged, so a crash resends but never loses events. A second instance on the
-same slot waits as a standby and takes over when the first one stops.`,
+same slot waits as a standby and takes over when the first one stops.
+
+The slot is created on the first run (or after eventforge slot drop) with an exported snapshot.
+--backfill-since TIME (or --backfill-all) then publishes the outbox rows that snapshot sees, created
+at or after TIME, waits for the broker to acknowledge them, and only then streams from the slot: every
+row goes out once, and each key's older rows before its newer ones. This is also the recovery after a
+lost slot: eventforge slot drop --slot NAME --yes, then cdc run --backfill-since TIME with TIME before
+the old slot's last confirmation. Both flags are ignored when the slot exists.
+TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := lf.logger(cmd.ErrOrStderr())
@@ -107,6 +117,9 @@ same slot waits as a standby and takes over when the first one stops.`,
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
 			cfg.ReceiveTimeout = receiveTimeout
+			if err := backfill.apply(&cfg); err != nil {
+				return err
+			}
 			if heartbeat == 0 {
 				cfg.HeartbeatInterval = -1 // 0 disables
 			}
@@ -149,6 +162,36 @@ same slot waits as a standby and takes over when the first one stops.`,
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", cdc.DefaultShutdownTimeout, "how long a shutdown waits for in-flight events to be acknowledged")
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
+	backfill.register(cmd)
 	annotateEnv(cmd)
 	return cmd
+}
+
+// backfillFlags choose what a run that creates the slot publishes from the
+// slot's snapshot before streaming.
+type backfillFlags struct {
+	since string
+	all   bool
+}
+
+func (b *backfillFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&b.since, "backfill-since", "", "when this run creates the slot: first publish the outbox rows created at or after TIME that the slot's snapshot sees, then stream (recovery after slot drop); ignored when the slot exists")
+	fs.BoolVar(&b.all, "backfill-all", false, "when this run creates the slot: first publish every outbox row the slot's snapshot sees, then stream; ignored when the slot exists")
+}
+
+func (b *backfillFlags) apply(cfg *cdc.Config) error {
+	if b.since != "" && b.all {
+		return errors.New("--backfill-since and --backfill-all exclude each other")
+	}
+	cfg.BackfillAll = b.all
+	if b.since == "" {
+		return nil
+	}
+	t, err := parseTime("--backfill-since", b.since)
+	if err != nil {
+		return err
+	}
+	cfg.BackfillSince = t
+	return nil
 }

@@ -30,8 +30,9 @@ func newOutboxRepublishCmd() *cobra.Command {
 		Short: "Produce outbox rows created in a time range again, with their original event IDs",
 		Long: `Produce the outbox rows created at or after --since (and before --until) to Kafka again, in
 created_at order, with their original event IDs and the relay's message format. Consumers dedupe by
-event ID. This is the recovery after a lost or missing replication slot: first let cdc run create a
-new slot, then republish from a little before the last confirmation the relay reported.
+event ID. The records land after everything already in the topics, so a key's republished events
+come after its newer ones: for a lost or missing replication slot use eventforge cdc run
+--backfill-since instead (see slot drop --help), which publishes the gap before the new slot's stream.
 TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -221,10 +221,11 @@ func newSlotDropCmd() *cobra.Command {
 eventforge cdc run creates a fresh slot instead of refusing to start.
 
 Dropping a slot SKIPS EVERY EVENT it has not delivered yet: the new slot starts at the WAL position
-of its creation. The recovery is to start eventforge cdc run (it creates the new slot) and then run
-eventforge outbox republish --since TIME with a TIME safely before the last confirmation of the old
-slot (shown by eventforge slot status): republished events keep their event IDs, so consumers drop
-the duplicates. See docs/runbook.md.
+of its creation. The recovery is one command: eventforge cdc run --backfill-since TIME, with a TIME
+safely before the last confirmation of the old slot (shown by eventforge slot status and printed
+here). It creates the new slot with a snapshot, publishes the rows since TIME that the snapshot sees,
+and only then streams, so each key keeps its order; republished events keep their event IDs, so
+consumers drop the duplicates. See docs/runbook.md.
 
 Refuses without --yes, refuses while the slot is active (a relay streams from it: stop that relay
 first), and refuses a slot of another database. When only the relay_state row is left (the slot is
@@ -235,7 +236,7 @@ already gone), it deletes the row.`,
 				return errors.New("no slot: set --slot NAME")
 			}
 			if !yes {
-				return fmt.Errorf("refusing to drop replication slot %s without --yes: dropping it skips every event it has not delivered (recovery: eventforge outbox republish, see --help)", name)
+				return fmt.Errorf("refusing to drop replication slot %s without --yes: dropping it skips every event it has not delivered (recovery: eventforge cdc run --backfill-since, see --help)", name)
 			}
 			conn, err := connectPG(cmd.Context(), &pg)
 			if err != nil {
@@ -263,13 +264,13 @@ func writeDropped(w io.Writer, name string, d slots.Dropped) error {
 	} else {
 		fmt.Fprintf(w, "replication slot %s did not exist\n", name)
 	}
-	since := "a time safely before the old slot's last confirmation"
+	since := "TIME (safely before the old slot's last confirmation)"
 	if r := d.Record; r != nil {
 		fmt.Fprintf(w, "deleted its relay_state row (the relay confirmed %s at %s)\n", r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
 		// An hour of margin: a transaction's rows carry its start time, and
 		// the relay may have lagged; duplicates are harmless, gaps are not.
 		since = r.UpdatedAt.Add(-time.Hour).UTC().Format(time.RFC3339)
 	}
-	_, err := fmt.Fprintf(w, "next: start eventforge cdc run (it creates a new slot), then run eventforge outbox republish --since %s\n", since)
+	_, err := fmt.Fprintf(w, "next: eventforge cdc run --backfill-since %s (it creates a new slot and publishes the rows since then from its snapshot before streaming)\n", since)
 	return err
 }

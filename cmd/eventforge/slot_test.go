@@ -198,7 +198,7 @@ func TestSlotDrop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dropped replication slot " + slot, "deleted its relay_state row", "outbox republish --since"} {
+	for _, want := range []string{"dropped replication slot " + slot, "deleted its relay_state row", "next: eventforge cdc run --backfill-since "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

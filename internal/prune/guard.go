@@ -107,7 +107,7 @@ func waitConfirmed(ctx context.Context, db DB, r slots.RelayRecord, p pglogrepl.
 	for {
 		s, err := slots.Status(ctx, db, r.Slot)
 		if errors.Is(err, slots.ErrSlotNotFound) {
-			return fmt.Errorf("%w: replication slot %s is missing although relay_state says the relay confirmed %s on it (last at %s): events after that may need `eventforge outbox republish`, which reads these rows (see docs/runbook.md)",
+			return fmt.Errorf("%w: replication slot %s is missing although relay_state says the relay confirmed %s on it (last at %s): events after that need `eventforge cdc run --backfill-since`, which reads these rows (see docs/runbook.md)",
 				ErrUnsafe, r.Slot, r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
 		}
 		if err != nil {

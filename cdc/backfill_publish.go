@@ -1,0 +1,133 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/internal/outbox"
+)
+
+// backfill publishes rng's rows of the snapshot through a producer session
+// of the relay's own (the same producer, record format, size limits,
+// rejections and error handling as streamed events) and returns once the
+// broker acknowledged every one. The rows are one transaction for the ack
+// tracker, which bounds the in-flight window; lsn (the slot's consistent
+// point) is only its label.
+func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng outboxRange, lsn pglogrepl.LSN) error {
+	began := time.Now()
+	r.log.Info("backfilling outbox rows committed before the new slot", "since", sinceText(rng), "consistent_point", lsn)
+	ps, err := newProducerSession(&r.cfg, r.limits)
+	if err != nil {
+		return err
+	}
+	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
+	// A producer error cancels the backfill with its cause, as it ends a
+	// stream session.
+	bctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
+	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, map[uuid.UUID]bool{}
+	var g errgroup.Group
+	g.Go(func() error {
+		err := ps.feed(bctx, feed)
+		if err != nil {
+			fail(err)
+		}
+		return err
+	})
+	g.Go(ps.successes)
+	g.Go(ps.errors)
+	n, err := r.feedSnapshot(bctx, snap, tr, feed, rng)
+	if err == nil {
+		tr.Commit(lsn)
+		err = awaitAcks(bctx, tr)
+	}
+	if err == nil && bctx.Err() != nil {
+		err = context.Cause(bctx) // never report a cut-short scan as complete
+	}
+	close(feed)
+	_ = g.Wait()
+	ps.client.Close()
+	if cause := context.Cause(bctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if code, _ := pgErrorCode(err); strings.HasPrefix(code, "42") {
+			// A missing privilege or column: retrying cannot fix it.
+			return fatal(fmt.Errorf("backfill from the snapshot of slot %s: %w", r.cfg.Slot, err))
+		}
+		return fmt.Errorf("backfill from the snapshot of slot %s (the next attempt creates the slot again and repeats it): %w", r.cfg.Slot, err)
+	}
+	r.log.Info("backfill acknowledged; streaming follows", "events", n, "took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// feedSnapshot hands every row of rng in the snapshot to the feeder, in
+// readOutbox's order, waiting while the in-flight window is full.
+func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracker, feed chan<- *pending, rng outboxRange) (int64, error) {
+	build := outbox.NewBuilder(r.cfg.TopicPrefix)
+	var n int64
+	tr.Begin()
+	err := readOutbox(ctx, snap.tx, &r.cfg, rng, func(e *outbox.Event, headersErr error) error {
+		for !tr.HasRoom() {
+			select {
+			case <-tr.Changed():
+			case <-ctx.Done():
+				return errStopped
+			}
+		}
+		p := &pending{id: e.ID} // no commit time: commit-to-ack is the stream's latency
+		switch {
+		case headersErr != nil: // the relay's rule for a streamed row too: see pgoutput.RowError
+			p.reason = fmt.Sprintf("column headers: %v", headersErr)
+			p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
+		default:
+			if err := build.Build(&p.rec, e); err != nil {
+				p.reason = err.Error()
+				p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
+			}
+		}
+		p.msg = &p.rec.Msg
+		p.msg.Metadata = p
+		p.size = p.msg.ByteSize(recordVersion)
+		p.tok = tr.Add(p.size)
+		n++
+		select {
+		case feed <- p:
+			return nil
+		case <-ctx.Done():
+			return errStopped
+		}
+	})
+	if errors.Is(err, errStopped) {
+		err = context.Cause(ctx)
+	}
+	return n, err
+}
+
+// awaitAcks waits until the broker acknowledged every event in flight.
+func awaitAcks(ctx context.Context, tr *ack.Tracker) error {
+	for {
+		if n, _ := tr.InFlight(); n == 0 {
+			return nil
+		}
+		select {
+		case <-tr.Changed():
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
