@@ -71,6 +71,7 @@ func (f *relayFlags) config() (cdc.Config, error) {
 func newCDCRunCmd() *cobra.Command {
 	var (
 		rf                relayFlags
+		rc                replicationCheckFlags
 		lf                logFlags
 		slot, publication string
 		outboxTable       string
@@ -99,6 +100,10 @@ same slot waits as a standby and takes over when the first one stops.`,
 			if err != nil {
 				return err
 			}
+			replication, err := rc.check()
+			if err != nil {
+				return err
+			}
 			cfg.Slot, cfg.Publication, cfg.OutboxTable = slot, publication, outboxTable
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
@@ -111,7 +116,9 @@ same slot waits as a standby and takes over when the first one stops.`,
 			if err != nil {
 				return err
 			}
-			guard, err := privileges.Relay(cfg.HeartbeatInterval > 0).Verify(cmd.Context(), cfg.PGURL, log)
+			needs := privileges.Relay(cfg.HeartbeatInterval > 0)
+			needs.Replication = replication
+			guard, err := needs.Verify(cmd.Context(), cfg.PGURL, log)
 			if err != nil {
 				return err
 			}
@@ -143,6 +150,7 @@ same slot waits as a standby and takes over when the first one stops.`,
 	fs.DurationVar(&shutdownTimeout, "shutdown-timeout", cdc.DefaultShutdownTimeout, "how long a shutdown waits for in-flight events to be acknowledged")
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
+	rc.register(fs)
 	annotateEnv(cmd)
 	return cmd
 }
