@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/eventforge/eventforge/internal/privileges"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
@@ -17,29 +15,6 @@ import (
 func replicationOnly(check privileges.ReplicationCheck) privileges.Set {
 	return privileges.Set{Command: "the relay", Replication: check,
 		Needs: []privileges.Need{{Kind: privileges.Replication, Why: "to create and read the replication slot"}}}
-}
-
-// ensureRDSReplication creates a NOLOGIN role literally named
-// rds_replication, as Amazon RDS has, unless the cluster has one; it is
-// dropped at cleanup only if this test made it.
-func ensureRDSReplication(t *testing.T, admin *pgx.Conn) {
-	t.Helper()
-	var made bool
-	err := admin.QueryRow(t.Context(), `SELECT NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'rds_replication')`).Scan(&made)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !made {
-		return
-	}
-	if _, err := admin.Exec(t.Context(), "CREATE ROLE rds_replication NOLOGIN"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP ROLE rds_replication"); err != nil {
-			t.Logf("drop role rds_replication: %v", err)
-		}
-	})
 }
 
 // TestVerifyReplicationThroughMembership: the catalog counts REPLICATION
@@ -52,7 +27,7 @@ func TestVerifyReplicationThroughMembership(t *testing.T) {
 	env := testenv.Shared(t)
 	dbURL := env.NewDatabase(t)
 	admin := connect(t, dbURL)
-	ensureRDSReplication(t, admin)
+	testenv.EnsureRole(t, admin, "rds_replication")
 	tests := []struct {
 		name   string
 		attrs  string
