@@ -341,6 +341,8 @@ func TestSecureTransport(t *testing.T) {
 	t.Run("pipeline", func(t *testing.T) { testSecurePipeline(t, e) })
 	t.Run("postgres-errors", func(t *testing.T) { testPostgresTLSErrors(t, e) })
 	t.Run("kafka-errors", func(t *testing.T) { testKafkaSecurityErrors(t, e) })
+	t.Run("oauth-pipeline", func(t *testing.T) { testOAuthPipeline(t, e) })
+	t.Run("oauth-errors", func(t *testing.T) { testOAuthErrors(t, e) })
 	t.Run("secrets", func(t *testing.T) { testSecretsNeverLeak(t, e) })
 }
 
