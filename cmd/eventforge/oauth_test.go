@@ -86,7 +86,7 @@ func testOAuthErrors(t *testing.T, e *secureEnv) {
 	}{
 		{"token refused by the broker", e.oauthArgs("--kafka-oauth-token-file", refused), []string{"kafka SASL authentication failed"}},
 		{"expired token", e.oauthArgs("--kafka-oauth-token-command", "cat "+expired),
-			[]string{"kafka OAUTHBEARER token expired", fmt.Sprintf("expired at %s", now.Add(-time.Hour).UTC().Format(time.RFC3339))}},
+			[]string{"kafka OAUTHBEARER token out of date", fmt.Sprintf("expired at %s", now.Add(-time.Hour).UTC().Format(time.RFC3339))}},
 	} {
 		for _, cmd := range [][]string{
 			{"cdc", "run", "--metrics-addr", "", "--slot", testenv.UniqueName("slot"), "--topic-prefix", testenv.UniqueName("err") + "."},

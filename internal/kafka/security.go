@@ -281,7 +281,7 @@ func hint(err error) string {
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
 		return "kafka SASL authentication failed (check --kafka-sasl-mechanism and its credentials: --kafka-sasl-user and the password, the OAuth token, or the AWS credentials and --kafka-aws-region)"
 	case errors.Is(err, ErrTokenExpired):
-		return "kafka OAUTHBEARER token expired (the token file or the token command must supply a current token)"
+		return "kafka OAUTHBEARER token out of date (the token file or the token command must supply a current one)"
 	case !errors.Is(err, sarama.ErrOutOfBrokers):
 		return "" // a certificate error of another connection (PostgreSQL)
 	case errors.As(err, &unknownCA):

@@ -202,7 +202,7 @@ func TestExplain(t *testing.T) {
 		want string // prefix; empty: unchanged
 	}{
 		{"sasl", sasl, "kafka SASL authentication failed"},
-		{"expired token", fmt.Errorf("connect: %w", sarama.Wrap(sarama.ErrOutOfBrokers, fmt.Errorf("get token: %w", kafka.ErrTokenExpired))), "kafka OAUTHBEARER token expired"},
+		{"expired token", fmt.Errorf("connect: %w", sarama.Wrap(sarama.ErrOutOfBrokers, fmt.Errorf("get token: %w", kafka.ErrTokenExpired))), "kafka OAUTHBEARER token out of date"},
 		{"unknown CA", ca, "kafka TLS: broker certificate signed by an unknown authority"},
 		{"hostname", host, "kafka TLS: broker certificate does not match the host"},
 		{"other", other, ""},
