@@ -73,7 +73,7 @@ const (
 	probeInconclusive probe = iota // unreachable, no walsender free, a pooler…
 	probeAccepted                  // IDENTIFY_SYSTEM answered
 	probeRefused                   // SQLSTATE 42501: the role may not replicate
-	probeNotAllowed                // class 28: pg_hba.conf or authentication refused the replication connection
+	probeNotAllowed                // class 28: authentication refused the replication connection
 )
 
 // probeReplication opens a logical replication connection as cfg's role
@@ -103,7 +103,8 @@ func probeReplication(ctx context.Context, cfg *pgx.ConnConfig) (probe, error) {
 
 // decideReplication turns the catalog's answer and the probe into the
 // final one: nil when the role may replicate, a Need to report as missing
-// when it may not, or an error the operator must fix elsewhere (pg_hba.conf).
+// when it may not, or an error the operator must fix elsewhere (the server's
+// authentication rules).
 func decideReplication(role string, need Need, g replicationGrant, p probe, perr error, log *slog.Logger) (*Need, error) {
 	switch p {
 	case probeAccepted:
@@ -119,8 +120,8 @@ func decideReplication(role string, need Need, g replicationGrant, p probe, perr
 		}
 		return &need, nil
 	case probeNotAllowed:
-		return nil, fmt.Errorf("PostgreSQL refused role %q a replication connection although it accepted a normal one: "+
-			"pg_hba.conf (or the provider's equivalent) needs a replication entry for it: %w", role, perr)
+		return nil, fmt.Errorf("PostgreSQL refused role %q a replication connection (replication=database) although it accepted a normal one; "+
+			"check the server's authentication rules for such connections: %w", role, perr)
 	}
 	if !g.granted() {
 		return &need, nil

@@ -28,7 +28,7 @@ func TestDecideReplication(t *testing.T) {
 		{"attribute, refused", attr, probeRefused, "to read the slot", ""},
 		{"member, refused", member, probeRefused, "member of rds_replication, but this server refused", ""},
 		{"none, refused", none, probeRefused, "to read the slot", ""},
-		{"member, pg_hba refuses", member, probeNotAllowed, "", "pg_hba.conf"},
+		{"member, authentication refuses", member, probeNotAllowed, "", "refused role \"relay\" a replication connection"},
 		{"attribute, inconclusive", attr, probeInconclusive, "", ""},
 		{"member, inconclusive", member, probeInconclusive, "", ""},
 		{"none, inconclusive", none, probeInconclusive, "to read the slot", ""},
