@@ -117,6 +117,10 @@ func commandToken(command string) fetchFunc {
 	}
 }
 
+// maxExp is the largest exp claim taken (year 2262, where time.Unix in
+// nanoseconds ends); a larger one counts as no expiry.
+const maxExp = 9.2e9
+
 // jwtExpiry is the exp claim of a JWT (signed or not), zero for anything
 // else: an opaque token is never cached and never judged expired here.
 func jwtExpiry(tok string) time.Time {
@@ -135,7 +139,7 @@ func jwtExpiry(tok string) time.Time {
 		return time.Time{}
 	}
 	secs, err := claims.Exp.Float64()
-	if err != nil || secs <= 0 {
+	if err != nil || secs < 1 || secs > maxExp {
 		return time.Time{}
 	}
 	return time.Unix(0, int64(secs*float64(time.Second)))

@@ -117,10 +117,27 @@ func TestJWTExpiry(t *testing.T) {
 		{"a.b.c", 0},
 		{"eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"x"}`)) + ".", 0},
 		{"eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString([]byte(`{"exp":"soon"}`)) + ".", 0},
+		{"eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString([]byte(`{"exp":1e300}`)) + ".", 0},
+		{"eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString([]byte(`{"exp":-5}`)) + ".", 0},
+		{"eyJhbGciOiJub25lIn0." + base64.RawURLEncoding.EncodeToString([]byte(`{"exp":0.5}`)) + ".", 0},
 	} {
 		got := jwtExpiry(tt.tok)
 		if (tt.want == 0) != got.IsZero() || (tt.want != 0 && got.Unix() != tt.want) {
 			t.Errorf("jwtExpiry(%q) = %v, want %d", tt.tok, got, tt.want)
 		}
 	}
+}
+
+// FuzzJWTExpiry: any token, however malformed, gives no expiry or one
+// after 1970 that round-trips through its exp claim's seconds.
+func FuzzJWTExpiry(f *testing.F) {
+	f.Add(jwt(1_900_000_000))
+	f.Add("a.b.c")
+	f.Add("eyJhbGciOiJub25lIn0.eyJleHAiOjEuNWUxMH0.")
+	f.Fuzz(func(t *testing.T, tok string) {
+		got := jwtExpiry(tok)
+		if !got.IsZero() && (got.Unix() <= 0 || float64(got.Unix()) > maxExp) {
+			t.Fatalf("jwtExpiry(%q) = %v, out of range", tok, got)
+		}
+	})
 }

@@ -10,11 +10,10 @@ import (
 	"github.com/eventforge/eventforge/internal/migrate"
 )
 
-// tables lists the tables of schema public (and app), schema-qualified.
-func tables(t *testing.T, conn *pgx.Conn) []string {
+// column is the first column of a query's rows.
+func column(t *testing.T, conn *pgx.Conn, sql string, args ...any) []string {
 	t.Helper()
-	rows, err := conn.Query(t.Context(), `SELECT schemaname || '.' || tablename FROM pg_tables
-		WHERE schemaname IN ('public', 'app') ORDER BY 1`)
+	rows, err := conn.Query(t.Context(), sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,18 +24,15 @@ func tables(t *testing.T, conn *pgx.Conn) []string {
 	return got
 }
 
+// tables lists the tables of schemas public and app, schema-qualified.
+func tables(t *testing.T, conn *pgx.Conn) []string {
+	return column(t, conn, `SELECT schemaname || '.' || tablename FROM pg_tables
+		WHERE schemaname IN ('public', 'app') ORDER BY 1`)
+}
+
 func publicationTables(t *testing.T, conn *pgx.Conn, pub string) []string {
-	t.Helper()
-	rows, err := conn.Query(t.Context(), `SELECT schemaname || '.' || tablename FROM pg_publication_tables
+	return column(t, conn, `SELECT schemaname || '.' || tablename FROM pg_publication_tables
 		WHERE pubname = $1 ORDER BY 1`, pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
 }
 
 // TestRunCreatesTheDemoOnlyWhenAsked: without Demo the database gets what
