@@ -51,26 +51,14 @@ func testOAuthPipeline(t *testing.T, e *secureEnv) {
 		e.oauthArgs("--kafka-oauth-token-file", tokenFile)...)...)
 	e.waitReady(t, relay, addr)
 	orderID, eventID := e.writeOrder(t, conn, "orders")
-	testenv.WaitFor(t, 2*time.Minute, "event "+eventID+" in "+topic, func() bool {
-		if relay.exited() {
-			t.Fatalf("relay exited: %v\n%s", relay.err, relay.out)
-		}
-		return e.eventIDs(t, topic)[eventID]
-	})
+	e.waitEvent(t, relay, topic, eventID)
 	waddr := testenv.FreeAddr(t)
 	worker := e.start(t, "worker", nil, append([]string{"worker", "run", "--log-level", "debug",
 		"--pg-url", e.pgURL(e.certs.CAFile, true), "--group", testenv.UniqueName("g"),
 		"--topics", topic, "--handlers", filepath.Join(e.root, "deploy", "handlers", "orders.yaml"), "--metrics-addr", waddr},
 		e.oauthArgs("--kafka-oauth-token-command", "cat "+tokenFile)...)...)
 	e.waitReady(t, worker, waddr)
-	testenv.WaitFor(t, 2*time.Minute, "order "+orderID+" processed", func() bool {
-		if worker.exited() {
-			t.Fatalf("worker exited: %v\n%s", worker.err, worker.out)
-		}
-		var status string
-		err := conn.QueryRow(t.Context(), "SELECT status FROM orders WHERE id = $1", orderID).Scan(&status)
-		return err == nil && status == "processed"
-	})
+	e.waitProcessed(t, worker, conn, orderID)
 }
 
 // testOAuthErrors: a token the broker refuses (no exp claim) and an

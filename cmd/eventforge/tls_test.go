@@ -306,6 +306,30 @@ func (e *secureEnv) eventIDs(t *testing.T, topic string) map[string]bool {
 	return ids
 }
 
+// waitEvent waits until eventID is in topic while relay runs.
+func (e *secureEnv) waitEvent(t *testing.T, relay *secProc, topic, eventID string) {
+	t.Helper()
+	testenv.WaitFor(t, 2*time.Minute, "event "+eventID+" in "+topic, func() bool {
+		if relay.exited() {
+			t.Fatalf("relay exited: %v\n%s", relay.err, relay.out)
+		}
+		return e.eventIDs(t, topic)[eventID]
+	})
+}
+
+// waitProcessed waits until worker set order orderID to processed.
+func (e *secureEnv) waitProcessed(t *testing.T, worker *secProc, conn *pgx.Conn, orderID string) {
+	t.Helper()
+	testenv.WaitFor(t, 2*time.Minute, "order "+orderID+" processed", func() bool {
+		if worker.exited() {
+			t.Fatalf("worker exited: %v\n%s", worker.err, worker.out)
+		}
+		var status string
+		err := conn.QueryRow(t.Context(), "SELECT status FROM orders WHERE id = $1", orderID).Scan(&status)
+		return err == nil && status == "processed"
+	})
+}
+
 // writeOrder writes an order and its order.created event in one transaction.
 func (e *secureEnv) writeOrder(t *testing.T, conn *pgx.Conn, aggregateType string) (orderID, eventID string) {
 	t.Helper()
@@ -362,12 +386,7 @@ func testSecurePipeline(t *testing.T, e *secureEnv) {
 				e.kafkaArgs(mech, e.certs.CAFile)...)...)
 			e.waitReady(t, relay, addr)
 			orderID, eventID := e.writeOrder(t, conn, "orders")
-			testenv.WaitFor(t, 2*time.Minute, "event "+eventID+" in "+topic, func() bool {
-				if relay.exited() {
-					t.Fatalf("relay exited: %v\n%s", relay.err, relay.out)
-				}
-				return e.eventIDs(t, topic)[eventID]
-			})
+			e.waitEvent(t, relay, topic, eventID)
 			if mech != kafka.MechanismSCRAMSHA512 {
 				return
 			}
@@ -385,14 +404,7 @@ func testSecurePipeline(t *testing.T, e *secureEnv) {
 				"--pg-url", e.pgURL(e.certs.CAFile, false), "--group", testenv.UniqueName("g"),
 				"--topics", topic, "--handlers", handlers, "--metrics-addr", waddr)
 			e.waitReady(t, worker, waddr)
-			testenv.WaitFor(t, 2*time.Minute, "order "+orderID+" processed", func() bool {
-				if worker.exited() {
-					t.Fatalf("worker exited: %v\n%s", worker.err, worker.out)
-				}
-				var status string
-				err := conn.QueryRow(t.Context(), "SELECT status FROM orders WHERE id = $1", orderID).Scan(&status)
-				return err == nil && status == "processed"
-			})
+			e.waitProcessed(t, worker, conn, orderID)
 		})
 	}
 }
