@@ -36,6 +36,8 @@ test: vet up
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory api-fuzz
 
+# The demo migrates with --demo (orders, api_idempotency): a plain
+# `eventforge migrate` creates only what the pipeline needs.
 demo: build up
 	@deploy/local/demo.sh
 

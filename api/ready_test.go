@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventforge/eventforge/internal/migrate"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
@@ -36,6 +37,13 @@ func TestReadyz(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Migrated for the pipeline only: no orders table.
+	pipelineURL := testenv.Shared(t).NewEmptyDatabase(t)
+	if _, err := migrate.URL(context.Background(), pipelineURL, migrate.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	pipelineOnly := newPool(t, pipelineURL)
+
 	tests := []struct {
 		name       string
 		pool       *pgxpool.Pool
@@ -44,6 +52,7 @@ func TestReadyz(t *testing.T) {
 		{"closed pool", closed, "database unreachable"},
 		{"nothing listening", unreachable, "database unreachable"},
 		{"schema missing", unmigrated, "schema missing"},
+		{"migrated without the demo", pipelineOnly, "schema missing: run eventforge migrate --demo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

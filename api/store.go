@@ -186,7 +186,7 @@ func (s *pgStore) ready(ctx context.Context) error {
 		return errors.New("database unreachable")
 	}
 	if !migrated {
-		return errors.New("schema missing: run eventforge migrate")
+		return errors.New("schema missing: run eventforge migrate --demo (the API needs the demo's orders tables)")
 	}
 	return nil
 }

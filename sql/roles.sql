@@ -19,6 +19,10 @@
 --                out and use psql's \password (hashes locally), certificates
 --                or your platform's IAM instead where that matters.
 --   schema       public             schema of the EventForge tables
+--   replication_role  (unset)      give the relay the right to replicate through
+--                membership of this role instead of the REPLICATION attribute:
+--                rds_replication on Amazon RDS and Aurora, where no superuser
+--                may set REPLICATION (docs/managed-postgres.md)
 --   worker_demo_handlers  on        grant what deploy/handlers/orders.yaml needs
 --   revoke_public_create  on        revoke CREATE on the schema from PUBLIC
 --                (a no-op on PostgreSQL 15+, which no longer grants it)
@@ -81,12 +85,19 @@ WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = g) \gexec
 
 -- Login roles: members of their group. INHERIT makes the group's privileges
 -- theirs; role attributes such as REPLICATION are never inherited, so the
--- relay's login role carries REPLICATION itself.
+-- relay's login role carries REPLICATION itself, or, where the provider
+-- grants it through a role (replication_role), is a member of that role.
 SELECT format('CREATE ROLE %I LOGIN', r)
 FROM unnest(ARRAY[:'relay_role', :'worker_role', :'api_role']) AS r
 WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = r) \gexec
 
-ALTER ROLE :"relay_role" LOGIN INHERIT REPLICATION;
+ALTER ROLE :"relay_role" LOGIN INHERIT;
+\if :{?replication_role}
+SELECT format('GRANT %I TO %I', :'replication_role', :'relay_role')
+WHERE NOT pg_has_role(:'relay_role', :'replication_role', 'MEMBER') \gexec
+\else
+ALTER ROLE :"relay_role" REPLICATION;
+\endif
 ALTER ROLE :"worker_role" LOGIN INHERIT;
 ALTER ROLE :"api_role" LOGIN INHERIT;
 

@@ -1,11 +1,28 @@
 // Package sql holds EventForge's schema as ordered migration files, embedded
-// in the binary. File names sort in the order they apply; a file once released
-// is never edited, only followed by a new one.
+// in the binary. A file once released is never edited, only followed by a new
+// one; its version is its file name without .sql, unique across the sets and
+// recorded in schema_migrations. The sets:
+//
+//   - migrations/: the pipeline (outbox, processed_events, the publication).
+//     New pipeline migrations go here, numbered after the last file of any set.
+//   - relay/: the relay's own tables (relay_state, outbox_rejected), applied
+//     also to a database whose application owns its outbox.
+//   - demo/: the demo's tables (orders, api_idempotency), applied only by
+//     `eventforge migrate --demo`.
+//
+// Within one run every selected file applies in version order.
 package sql
 
 import "embed"
 
-// Migrations holds migrations/NNNN_name.sql.
+// Migrations holds migrations/, relay/ and demo/ (NNNN_name.sql files).
 //
-//go:embed migrations/*.sql
+//go:embed migrations/*.sql relay/*.sql demo/*.sql
 var Migrations embed.FS
+
+// Set directories inside Migrations.
+const (
+	PipelineDir = "migrations"
+	RelayDir    = "relay"
+	DemoDir     = "demo"
+)

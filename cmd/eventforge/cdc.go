@@ -75,6 +75,7 @@ func (f *relayFlags) config() (cdc.Config, error) {
 func newCDCRunCmd() *cobra.Command {
 	var (
 		rf                relayFlags
+		rc                replicationCheckFlags
 		lf                logFlags
 		slot, publication string
 		outboxTable       string
@@ -113,6 +114,10 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if err != nil {
 				return err
 			}
+			replication, err := rc.check()
+			if err != nil {
+				return err
+			}
 			cfg.Slot, cfg.Publication, cfg.OutboxTable = slot, publication, outboxTable
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
@@ -129,7 +134,9 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if err != nil {
 				return err
 			}
-			guard, err := privileges.Relay(cfg.HeartbeatInterval > 0).Verify(cmd.Context(), cfg.PGURL, log)
+			needs := privileges.Relay(cfg.HeartbeatInterval > 0)
+			needs.Replication = replication
+			guard, err := needs.Verify(cmd.Context(), cfg.PGURL, log)
 			if err != nil {
 				return err
 			}
@@ -163,6 +170,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
 	backfill.register(cmd)
+	rc.register(fs)
 	annotateEnv(cmd)
 	return cmd
 }

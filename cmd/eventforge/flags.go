@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,8 @@ type kafkaFlags struct {
 	caFile, certFile, keyFile, tlsName string
 
 	mechanism, user, password, passwordFile string
+
+	oauthTokenFile, oauthTokenCommand, awsRegion string
 }
 
 func (k *kafkaFlags) register(cmd *cobra.Command) {
@@ -47,10 +50,13 @@ func (k *kafkaFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&k.certFile, "kafka-tls-cert-file", "", "PEM client certificate for mutual TLS (with --kafka-tls-key-file)")
 	fs.StringVar(&k.keyFile, "kafka-tls-key-file", "", "PEM private key of --kafka-tls-cert-file")
 	fs.StringVar(&k.tlsName, "kafka-tls-server-name", "", "name verified in the broker certificates (default: the broker host)")
-	fs.StringVar(&k.mechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL); use PLAIN only with TLS")
+	fs.StringVar(&k.mechanism, "kafka-sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM (empty: no SASL); use PLAIN and OAUTHBEARER only with TLS")
 	fs.StringVar(&k.user, "kafka-sasl-user", "", "SASL user name")
 	fs.StringVar(&k.password, "kafka-sasl-password", "", "SASL password (prefer --kafka-sasl-password-file: arguments are visible to other local users)")
 	fs.StringVar(&k.passwordFile, "kafka-sasl-password-file", "", "file holding the SASL password (trailing newline ignored)")
+	fs.StringVar(&k.oauthTokenFile, "kafka-oauth-token-file", "", "OAUTHBEARER: file holding the token, read again for every new connection and re-authentication")
+	fs.StringVar(&k.oauthTokenCommand, "kafka-oauth-token-command", "", "OAUTHBEARER: command (run by /bin/sh -c) whose stdout is the token; a JWT is reused until shortly before its exp")
+	fs.StringVar(&k.awsRegion, "kafka-aws-region", "", "AWS_MSK_IAM: the cluster's AWS region (default: $AWS_REGION); credentials come from the AWS SDK's default chain")
 }
 
 // config is the Kafka configuration of a client named clientID, its TLS
@@ -72,8 +78,8 @@ func (k *kafkaFlags) security() (kafka.Security, error) {
 		sec.TLS = &kafka.TLSConfig{CAFile: k.caFile, CertFile: k.certFile, KeyFile: k.keyFile, ServerName: k.tlsName}
 	}
 	if k.mechanism == "" {
-		if k.user != "" || k.password != "" || k.passwordFile != "" {
-			return sec, errors.New("kafka SASL user or password given without --kafka-sasl-mechanism")
+		if k.user != "" || k.password != "" || k.passwordFile != "" || k.oauthTokenFile != "" || k.oauthTokenCommand != "" || k.awsRegion != "" {
+			return sec, errors.New("kafka SASL credentials given without --kafka-sasl-mechanism")
 		}
 		return sec, nil
 	}
@@ -87,6 +93,10 @@ func (k *kafkaFlags) security() (kafka.Security, error) {
 			return sec, err
 		}
 	}
-	sec.SASL = &kafka.SASLConfig{Mechanism: strings.ToUpper(k.mechanism), User: k.user, Password: pw}
+	sec.SASL = &kafka.SASLConfig{Mechanism: strings.ToUpper(k.mechanism), User: k.user, Password: pw,
+		OAuthTokenFile: k.oauthTokenFile, OAuthTokenCommand: k.oauthTokenCommand, AWSRegion: k.awsRegion}
+	if sec.SASL.Mechanism == kafka.MechanismAWSMSKIAM && sec.SASL.AWSRegion == "" {
+		sec.SASL.AWSRegion = os.Getenv("AWS_REGION") // the AWS SDK's own variable
+	}
 	return sec, nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/spf13/pflag"
 
 	"github.com/eventforge/eventforge/internal/privileges"
 	"github.com/eventforge/eventforge/worker/sqlhandler"
@@ -33,4 +36,33 @@ func handlerStatements(spec *sqlhandler.Spec) []privileges.Statement {
 		}
 	}
 	return stmts
+}
+
+// replicationCheckFlags choose how `cdc run` checks its role's right to
+// replicate (privileges.ReplicationCheck).
+type replicationCheckFlags struct {
+	roles []string
+	mode  string
+}
+
+func (f *replicationCheckFlags) register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.roles, "replication-roles", privileges.DefaultReplicationRoles(),
+		"group roles whose membership counts as the right to replicate in the start-up check (Amazon RDS/Aurora: rds_replication), comma-separated; any role with REPLICATION counts too")
+	fs.StringVar(&f.mode, "replication-check", "connect",
+		"how the start-up check decides the right to replicate: connect (open a replication connection, IDENTIFY_SYSTEM; the server decides) or catalog (role attributes and memberships only)")
+}
+
+func (f *replicationCheckFlags) check() (privileges.ReplicationCheck, error) {
+	c := privileges.ReplicationCheck{Roles: f.roles}
+	switch f.mode {
+	case "connect":
+	case "catalog":
+		c.CatalogOnly = true
+	default:
+		return c, fmt.Errorf("invalid --replication-check %q: want connect or catalog", f.mode)
+	}
+	if c.Roles == nil {
+		c.Roles = []string{} // an explicitly empty list: memberships of REPLICATION roles only
+	}
+	return c, nil
 }

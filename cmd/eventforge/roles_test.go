@@ -175,9 +175,10 @@ func (r roleSet) url(t *testing.T, dbURL, role string) string {
 	return u.String()
 }
 
-// createRoles runs sql/roles.sql with psql against dbURL and drops its roles
-// (cluster-wide objects) at cleanup.
-func createRoles(t *testing.T, dbURL string, admin *pgx.Conn) roleSet {
+// createRoles runs sql/roles.sql with psql against dbURL, with the extra
+// variables ("name=value") given, and drops its roles (cluster-wide objects)
+// at cleanup.
+func createRoles(t *testing.T, dbURL string, admin *pgx.Conn, extra ...string) roleSet {
 	t.Helper()
 	base := testenv.UniqueName("ef")
 	r := roleSet{relay: base + "_relay", worker: base + "_worker", api: base + "_api", password: testenv.UniqueName("pw")}
@@ -196,6 +197,9 @@ func createRoles(t *testing.T, dbURL string, admin *pgx.Conn) roleSet {
 		"relay_password": r.password, "worker_password": r.password, "api_password": r.password,
 	} {
 		args = append(args, "-v", k+"="+v)
+	}
+	for _, kv := range extra {
+		args = append(args, "-v", kv)
 	}
 	out, err := exec.CommandContext(t.Context(), rolesPsql(t), args...).CombinedOutput()
 	if err != nil {

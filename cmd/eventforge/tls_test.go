@@ -306,6 +306,30 @@ func (e *secureEnv) eventIDs(t *testing.T, topic string) map[string]bool {
 	return ids
 }
 
+// waitEvent waits until eventID is in topic while relay runs.
+func (e *secureEnv) waitEvent(t *testing.T, relay *secProc, topic, eventID string) {
+	t.Helper()
+	testenv.WaitFor(t, 2*time.Minute, "event "+eventID+" in "+topic, func() bool {
+		if relay.exited() {
+			t.Fatalf("relay exited: %v\n%s", relay.err, relay.out)
+		}
+		return e.eventIDs(t, topic)[eventID]
+	})
+}
+
+// waitProcessed waits until worker set order orderID to processed.
+func (e *secureEnv) waitProcessed(t *testing.T, worker *secProc, conn *pgx.Conn, orderID string) {
+	t.Helper()
+	testenv.WaitFor(t, 2*time.Minute, "order "+orderID+" processed", func() bool {
+		if worker.exited() {
+			t.Fatalf("worker exited: %v\n%s", worker.err, worker.out)
+		}
+		var status string
+		err := conn.QueryRow(t.Context(), "SELECT status FROM orders WHERE id = $1", orderID).Scan(&status)
+		return err == nil && status == "processed"
+	})
+}
+
 // writeOrder writes an order and its order.created event in one transaction.
 func (e *secureEnv) writeOrder(t *testing.T, conn *pgx.Conn, aggregateType string) (orderID, eventID string) {
 	t.Helper()
@@ -341,6 +365,8 @@ func TestSecureTransport(t *testing.T) {
 	t.Run("pipeline", func(t *testing.T) { testSecurePipeline(t, e) })
 	t.Run("postgres-errors", func(t *testing.T) { testPostgresTLSErrors(t, e) })
 	t.Run("kafka-errors", func(t *testing.T) { testKafkaSecurityErrors(t, e) })
+	t.Run("oauth-pipeline", func(t *testing.T) { testOAuthPipeline(t, e) })
+	t.Run("oauth-errors", func(t *testing.T) { testOAuthErrors(t, e) })
 	t.Run("secrets", func(t *testing.T) { testSecretsNeverLeak(t, e) })
 }
 
@@ -360,12 +386,7 @@ func testSecurePipeline(t *testing.T, e *secureEnv) {
 				e.kafkaArgs(mech, e.certs.CAFile)...)...)
 			e.waitReady(t, relay, addr)
 			orderID, eventID := e.writeOrder(t, conn, "orders")
-			testenv.WaitFor(t, 2*time.Minute, "event "+eventID+" in "+topic, func() bool {
-				if relay.exited() {
-					t.Fatalf("relay exited: %v\n%s", relay.err, relay.out)
-				}
-				return e.eventIDs(t, topic)[eventID]
-			})
+			e.waitEvent(t, relay, topic, eventID)
 			if mech != kafka.MechanismSCRAMSHA512 {
 				return
 			}
@@ -383,14 +404,7 @@ func testSecurePipeline(t *testing.T, e *secureEnv) {
 				"--pg-url", e.pgURL(e.certs.CAFile, false), "--group", testenv.UniqueName("g"),
 				"--topics", topic, "--handlers", handlers, "--metrics-addr", waddr)
 			e.waitReady(t, worker, waddr)
-			testenv.WaitFor(t, 2*time.Minute, "order "+orderID+" processed", func() bool {
-				if worker.exited() {
-					t.Fatalf("worker exited: %v\n%s", worker.err, worker.out)
-				}
-				var status string
-				err := conn.QueryRow(t.Context(), "SELECT status FROM orders WHERE id = $1", orderID).Scan(&status)
-				return err == nil && status == "processed"
-			})
+			e.waitProcessed(t, worker, conn, orderID)
 		})
 	}
 }
@@ -495,7 +509,18 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "both passwords", args: []string{"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password", "pw", "--kafka-sasl-password-file", pwFile}, wantErr: "exclude each other"},
 		{name: "no password", args: []string{"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u"}, wantErr: "needs a password"},
 		{name: "password without mechanism", args: []string{"--kafka-sasl-password", "pw"}, wantErr: "without --kafka-sasl-mechanism"},
-		{name: "unknown mechanism", args: []string{"--kafka-sasl-mechanism", "OAUTHBEARER", "--kafka-sasl-user", "u", "--kafka-sasl-password", "pw"}, wantErr: "invalid --kafka-sasl-mechanism"},
+		{name: "unknown mechanism", args: []string{"--kafka-sasl-mechanism", "GSSAPI", "--kafka-sasl-user", "u", "--kafka-sasl-password", "pw"}, wantErr: "invalid --kafka-sasl-mechanism"},
+		{name: "oauth token file", args: []string{"--kafka-sasl-mechanism", "oauthbearer", "--kafka-oauth-token-file", pwFile},
+			wantSASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: pwFile}},
+		{name: "oauth token command twin", env: []string{"EVENTFORGE_KAFKA_SASL_MECHANISM=OAUTHBEARER", "EVENTFORGE_KAFKA_OAUTH_TOKEN_COMMAND=get-token"},
+			wantSASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenCommand: "get-token"}},
+		{name: "oauth without token", args: []string{"--kafka-sasl-mechanism", "OAUTHBEARER"}, wantErr: "exactly one of"},
+		{name: "token without mechanism", args: []string{"--kafka-oauth-token-file", pwFile}, wantErr: "without --kafka-sasl-mechanism"},
+		{name: "msk iam region twin", env: []string{"EVENTFORGE_KAFKA_SASL_MECHANISM=AWS_MSK_IAM", "EVENTFORGE_KAFKA_AWS_REGION=eu-west-1", "EVENTFORGE_KAFKA_TLS=true", "AWS_REGION=us-east-1"},
+			wantTLS: true, wantSASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "eu-west-1"}},
+		{name: "msk iam region from AWS_REGION", args: []string{"--kafka-tls", "--kafka-sasl-mechanism", "AWS_MSK_IAM"}, env: []string{"AWS_REGION=us-east-1"},
+			wantTLS: true, wantSASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "us-east-1"}},
+		{name: "msk iam without TLS", args: []string{"--kafka-sasl-mechanism", "AWS_MSK_IAM", "--kafka-aws-region", "eu-west-1"}, wantErr: "needs TLS"},
 		{name: "missing password file", args: []string{"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password-file", filepath.Join(dir, "missing")}, wantErr: "read password file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,7 +63,7 @@ trap cleanup EXIT
 
 psql_ "$EVENTFORGE_PG_URL" -c "CREATE DATABASE $db" >/dev/null
 db_url=$("$py" -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$EVENTFORGE_PG_URL" "$db")
-"$bin" migrate --pg-url "$db_url" >/dev/null
+"$bin" migrate --demo --pg-url "$db_url" >/dev/null
 
 # The token only ever lives in a 0600 file and in schemathesis's header.
 token=$("$py" -c 'import secrets; print(secrets.token_urlsafe(32))')

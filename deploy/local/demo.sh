@@ -21,7 +21,7 @@ psql_() { psql -X -q -v ON_ERROR_STOP=1 "$EVENTFORGE_PG_URL" "$@"; }
 step() { printf '\n== %s\n' "$*"; }
 
 step "migrate"
-"$bin" migrate
+"$bin" migrate --demo
 
 api_port=$(free_port); cdc_port=$(free_port); worker_port=$(free_port)
 step "start api (:$api_port), relay (metrics :$cdc_port) and worker (metrics :$worker_port); logs in $logs"

@@ -291,7 +291,7 @@ func freshDatabase(ctx context.Context, baseURL, name string) (string, error) {
 // prepare migrates the database, adds the effect table the handler
 // increments, and creates the topic so the workers can subscribe at once.
 func prepare(ctx context.Context, bin, dbURL string, brokers []string, topic, slot string) error {
-	out, err := execOut(ctx, bin, "migrate", "--pg-url", dbURL)
+	out, err := execOut(ctx, bin, "migrate", "--demo", "--pg-url", dbURL) // the load writes orders
 	if err != nil {
 		return fmt.Errorf("migrate: %w: %s", err, out)
 	}

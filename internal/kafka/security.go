@@ -17,6 +17,12 @@ const (
 	MechanismPlain       = "PLAIN"
 	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
 	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+	// MechanismOAuthBearer is SASL OAUTHBEARER with a token from a file or
+	// a command (an identity provider's client, a sidecar's output).
+	MechanismOAuthBearer = "OAUTHBEARER"
+	// MechanismAWSMSKIAM is Amazon MSK's IAM access control: OAUTHBEARER
+	// with a token signed by AWS credentials, over TLS.
+	MechanismAWSMSKIAM = "AWS_MSK_IAM"
 )
 
 // Security is the transport security every client of a Config uses. The
@@ -39,9 +45,21 @@ type TLSConfig struct {
 
 // SASLConfig authenticates to the brokers.
 type SASLConfig struct {
-	Mechanism string // PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-	User      string
-	Password  string
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or
+	// AWS_MSK_IAM.
+	Mechanism string
+	User      string // PLAIN and SCRAM
+	Password  string // PLAIN and SCRAM
+	// OAuthTokenFile (OAUTHBEARER) holds the token; it is read again for
+	// every new connection and re-authentication, so a token an agent
+	// rewrites is picked up.
+	OAuthTokenFile string
+	// OAuthTokenCommand (OAUTHBEARER) is run with /bin/sh -c; its stdout is
+	// the token. A JWT is reused until shortly before its exp claim; an
+	// opaque token is fetched again for every connection.
+	OAuthTokenCommand string
+	// AWSRegion (AWS_MSK_IAM) is the cluster's region, e.g. eu-west-1.
+	AWSRegion string
 }
 
 // Validate reports a security configuration that cannot work. It reads the
@@ -52,8 +70,14 @@ func (s *Security) Validate() error {
 			return err
 		}
 	}
-	if s.SASL != nil {
-		return s.SASL.Validate()
+	if s.SASL == nil {
+		return nil
+	}
+	if err := s.SASL.Validate(); err != nil {
+		return err
+	}
+	if s.SASL.Mechanism == MechanismAWSMSKIAM && s.TLS == nil {
+		return errors.New("kafka SASL AWS_MSK_IAM needs TLS (Amazon MSK's IAM listener, port 9098): set --kafka-tls")
 	}
 	return nil
 }
@@ -92,9 +116,17 @@ func (t *TLSConfig) Load() error {
 func (s *SASLConfig) Validate() error {
 	switch s.Mechanism {
 	case MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512:
-	default:
-		return fmt.Errorf("invalid --kafka-sasl-mechanism %q: want %s, %s or %s",
-			s.Mechanism, MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512)
+		return s.validatePassword()
+	case MechanismOAuthBearer, MechanismAWSMSKIAM:
+		return s.validateToken()
+	}
+	return fmt.Errorf("invalid --kafka-sasl-mechanism %q: want %s", s.Mechanism, strings.Join([]string{
+		MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512, MechanismOAuthBearer, MechanismAWSMSKIAM}, ", "))
+}
+
+func (s *SASLConfig) validatePassword() error {
+	if s.OAuthTokenFile != "" || s.OAuthTokenCommand != "" || s.AWSRegion != "" {
+		return fmt.Errorf("kafka SASL %s takes a user and a password, not --kafka-oauth-token-* or --kafka-aws-region", s.Mechanism)
 	}
 	if s.User == "" {
 		return fmt.Errorf("kafka SASL %s needs a user: set --kafka-sasl-user", s.Mechanism)
@@ -103,6 +135,40 @@ func (s *SASLConfig) Validate() error {
 		return fmt.Errorf("kafka SASL %s needs a password: set --kafka-sasl-password or --kafka-sasl-password-file", s.Mechanism)
 	}
 	return nil
+}
+
+func (s *SASLConfig) validateToken() error {
+	if s.User != "" || s.Password != "" {
+		return fmt.Errorf("kafka SASL %s takes no --kafka-sasl-user or password", s.Mechanism)
+	}
+	if s.Mechanism == MechanismAWSMSKIAM {
+		if s.OAuthTokenFile != "" || s.OAuthTokenCommand != "" {
+			return errors.New("kafka SASL AWS_MSK_IAM signs its own tokens: drop --kafka-oauth-token-file and --kafka-oauth-token-command")
+		}
+		if s.AWSRegion == "" {
+			return errors.New("kafka SASL AWS_MSK_IAM needs the cluster's region: set --kafka-aws-region (or AWS_REGION)")
+		}
+		return nil
+	}
+	if s.AWSRegion != "" {
+		return errors.New("--kafka-aws-region is for --kafka-sasl-mechanism AWS_MSK_IAM")
+	}
+	if (s.OAuthTokenFile == "") == (s.OAuthTokenCommand == "") {
+		return errors.New("kafka SASL OAUTHBEARER needs exactly one of --kafka-oauth-token-file and --kafka-oauth-token-command")
+	}
+	return nil
+}
+
+// tokenProvider is the sarama.AccessTokenProvider of an OAUTHBEARER or
+// AWS_MSK_IAM configuration.
+func (s *SASLConfig) tokenProvider() sarama.AccessTokenProvider {
+	switch {
+	case s.Mechanism == MechanismAWSMSKIAM:
+		return newTokenProvider("the AWS MSK IAM signer (region "+s.AWSRegion+")", mskToken(s.AWSRegion), true)
+	case s.OAuthTokenFile != "":
+		return newTokenProvider("token file "+s.OAuthTokenFile, fileToken(s.OAuthTokenFile), false)
+	}
+	return newTokenProvider("--kafka-oauth-token-command", commandToken(s.OAuthTokenCommand), true)
 }
 
 // ReadPasswordFile returns the content of a secret file without its
@@ -144,6 +210,9 @@ func (s *Security) apply(sc *sarama.Config) {
 	sc.Net.SASL.User = s.SASL.User
 	sc.Net.SASL.Password = s.SASL.Password
 	switch s.SASL.Mechanism {
+	case MechanismOAuthBearer, MechanismAWSMSKIAM:
+		sc.Net.SASL.Mechanism = sarama.SASLTypeOAuth
+		sc.Net.SASL.TokenProvider = s.SASL.tokenProvider()
 	case MechanismSCRAMSHA256:
 		sc.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA256
 		sc.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA256} }
@@ -210,7 +279,9 @@ func hint(err error) string {
 	var invalid x509.CertificateInvalidError
 	switch {
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
-		return "kafka SASL authentication failed (check --kafka-sasl-mechanism, --kafka-sasl-user and the password)"
+		return "kafka SASL authentication failed (check --kafka-sasl-mechanism and its credentials: --kafka-sasl-user and the password, the OAuth token, or the AWS credentials and --kafka-aws-region)"
+	case errors.Is(err, ErrTokenExpired):
+		return "kafka OAUTHBEARER token out of date (the token file or the token command must supply a current one)"
 	case !errors.Is(err, sarama.ErrOutOfBrokers):
 		return "" // a certificate error of another connection (PostgreSQL)
 	case errors.As(err, &unknownCA):

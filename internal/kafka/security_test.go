@@ -42,6 +42,17 @@ func TestSecurityValidate(t *testing.T) {
 		{"unknown mechanism", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "GSSAPI", User: "u", Password: secret}}, "invalid --kafka-sasl-mechanism"},
 		{"no user", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", Password: secret}}, "needs a user"},
 		{"no password", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", User: "u"}}, "needs a password"},
+		{"plain with a token file", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", User: "u", Password: secret, OAuthTokenFile: "/t"}}, "takes a user and a password"},
+		{"oauth token file", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/run/token"}}, ""},
+		{"oauth token command", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenCommand: "get-token"}}, ""},
+		{"oauth without a token", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER"}}, "exactly one of --kafka-oauth-token-file and --kafka-oauth-token-command"},
+		{"oauth with both", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", OAuthTokenCommand: "c"}}, "exactly one of"},
+		{"oauth with a password", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", Password: secret}}, "takes no --kafka-sasl-user or password"},
+		{"oauth with a region", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", AWSRegion: "eu-west-1"}}, "is for --kafka-sasl-mechanism AWS_MSK_IAM"},
+		{"msk iam", kafka.Security{TLS: &kafka.TLSConfig{}, SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "eu-west-1"}}, ""},
+		{"msk iam without region", kafka.Security{TLS: &kafka.TLSConfig{}, SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM"}}, "needs the cluster's region"},
+		{"msk iam without TLS", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "eu-west-1"}}, "needs TLS"},
+		{"msk iam with a token file", kafka.Security{TLS: &kafka.TLSConfig{}, SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "eu-west-1", OAuthTokenFile: "/t"}}, "signs its own tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,6 +202,7 @@ func TestExplain(t *testing.T) {
 		want string // prefix; empty: unchanged
 	}{
 		{"sasl", sasl, "kafka SASL authentication failed"},
+		{"expired token", fmt.Errorf("connect: %w", sarama.Wrap(sarama.ErrOutOfBrokers, fmt.Errorf("get token: %w", kafka.ErrTokenExpired))), "kafka OAUTHBEARER token out of date"},
 		{"unknown CA", ca, "kafka TLS: broker certificate signed by an unknown authority"},
 		{"hostname", host, "kafka TLS: broker certificate does not match the host"},
 		{"other", other, ""},

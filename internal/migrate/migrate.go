@@ -46,33 +46,42 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 // advisory lock so concurrent runs wait instead of racing. It returns the
 // versions it applied; none on a database that is up to date.
 func Apply(ctx context.Context, conn *pgx.Conn, migrations []Migration) ([]string, error) {
+	var applied []string
+	err := locked(ctx, conn, func() error {
+		if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    text PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		done, err := appliedVersions(ctx, conn)
+		if err != nil {
+			return err
+		}
+		for _, m := range migrations {
+			if done[m.Version] {
+				continue
+			}
+			if err := applyOne(ctx, conn, m); err != nil {
+				return err
+			}
+			applied = append(applied, m.Version)
+		}
+		return nil
+	})
+	return applied, err
+}
+
+// locked runs fn holding the session advisory lock of migrators. Session
+// advisory locks stack, so fn may call Apply.
+func locked(ctx context.Context, conn *pgx.Conn, fn func() error) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
-		return nil, fmt.Errorf("take migration lock: %w", err)
+		return fmt.Errorf("take migration lock: %w", err)
 	}
 	defer func() {
 		// A failed unlock is released with the session anyway.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey)
 	}()
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    text PRIMARY KEY,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return nil, fmt.Errorf("create schema_migrations: %w", err)
-	}
-	done, err := appliedVersions(ctx, conn)
-	if err != nil {
-		return nil, err
-	}
-	var applied []string
-	for _, m := range migrations {
-		if done[m.Version] {
-			continue
-		}
-		if err := applyOne(ctx, conn, m); err != nil {
-			return applied, err
-		}
-		applied = append(applied, m.Version)
-	}
-	return applied, nil
+	return fn()
 }
 
 func appliedVersions(ctx context.Context, conn *pgx.Conn) (map[string]bool, error) {

@@ -10,30 +10,12 @@ import (
 
 	"github.com/eventforge/eventforge/internal/migrate"
 	"github.com/eventforge/eventforge/internal/testenv"
-	eventsql "github.com/eventforge/eventforge/sql"
 )
 
-// freshDatabase is an empty database: NewDatabase migrates, so these tests
-// drop what it made and start from nothing.
+// freshDatabase is an empty database.
 func freshDatabase(t *testing.T) string {
 	t.Helper()
-	url := testenv.Shared(t).NewDatabase(t)
-	conn := connect(t, url)
-	for _, stmt := range []string{
-		"DROP PUBLICATION eventforge_outbox",
-		"DROP TABLE orders, outbox, processed_events, outbox_rejected, relay_state, api_idempotency, schema_migrations CASCADE",
-	} {
-		if _, err := conn.Exec(t.Context(), stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	// Tables added by later migrations go too.
-	if _, err := conn.Exec(t.Context(), `DO $$ DECLARE r record; BEGIN
-		FOR r IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' LOOP
-			EXECUTE 'DROP TABLE ' || quote_ident(r.tablename) || ' CASCADE'; END LOOP; END $$`); err != nil {
-		t.Fatal(err)
-	}
-	return url
+	return testenv.Shared(t).NewEmptyDatabase(t)
 }
 
 func connect(t *testing.T, url string) *pgx.Conn {
@@ -48,7 +30,7 @@ func connect(t *testing.T, url string) *pgx.Conn {
 
 func load(t *testing.T) []migrate.Migration {
 	t.Helper()
-	ms, err := migrate.Load(eventsql.Migrations, "migrations")
+	ms, err := migrate.Embedded(migrate.Options{Demo: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,7 @@ import (
 // reported here: each command reports a missing schema its own way ("run
 // eventforge migrate").
 const (
-	replicationQuery = `SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user`
-	tableQuery       = `SELECT to_regclass($1) IS NOT NULL,
+	tableQuery = `SELECT to_regclass($1) IS NOT NULL,
 		coalesce(has_table_privilege(to_regclass($1)::oid, $2), false)`
 	functionQuery = `SELECT count(*) > 0, coalesce(bool_or(has_function_privilege(p.oid, $2)), false)
 		FROM pg_proc p WHERE p.pronamespace = 'pg_catalog'::regnamespace
@@ -34,11 +33,13 @@ type Querier interface {
 }
 
 // Check returns a *MissingError naming role when the role behind q lacks
-// anything of s.Needs, nil when it has everything.
+// anything of s.Needs, nil when it has everything, as the catalog tells:
+// REPLICATION through role membership counts here; Verify then asks the
+// server itself.
 func (s Set) Check(ctx context.Context, q Querier, role string) error {
 	var missing []Need
 	for _, n := range s.Needs {
-		ok, err := has(ctx, q, n)
+		ok, err := s.has(ctx, q, n)
 		if err != nil {
 			return err
 		}
@@ -53,14 +54,15 @@ func (s Set) Check(ctx context.Context, q Querier, role string) error {
 }
 
 // has reports whether the current role holds n (true too when n's object
-// does not exist).
-func has(ctx context.Context, q Querier, n Need) (bool, error) {
+// does not exist). REPLICATION is the catalog's advisory answer (see
+// ReplicationCheck).
+func (s Set) has(ctx context.Context, q Querier, n Need) (bool, error) {
 	var exists, ok bool
 	var err error
 	switch n.Kind {
 	case Replication:
-		exists = true
-		err = q.QueryRow(ctx, replicationQuery).Scan(&ok)
+		g, err := catalogReplication(ctx, q, s.Replication)
+		return g.granted(), err
 	case Table:
 		err = q.QueryRow(ctx, tableQuery, n.Object, n.Privilege).Scan(&exists, &ok)
 	case Function:
@@ -146,6 +148,9 @@ func (s Set) Verify(ctx context.Context, url string, log *slog.Logger) (*Guard, 
 	err = s.Check(ctx, conn, g.role)
 	var me *MissingError
 	if err != nil && !errors.As(err, &me) {
+		return nil, err
+	}
+	if me, err = s.verifyReplication(ctx, conn, cfg, g.role, me, log); err != nil {
 		return nil, err
 	}
 	denied, serr := CheckStatements(ctx, conn.PgConn(), s.Statements)

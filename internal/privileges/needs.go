@@ -9,9 +9,11 @@ package privileges
 type Kind int
 
 const (
-	// Replication is the REPLICATION role attribute (a superuser has it
-	// implicitly). Attributes are never inherited from group roles: the
-	// login role itself must have it.
+	// Replication is the right to open a replication connection: the
+	// REPLICATION role attribute (a superuser has it implicitly).
+	// PostgreSQL never inherits attributes from group roles, but managed
+	// services grant the right through membership (Amazon RDS:
+	// rds_replication), so Verify asks the server (see ReplicationCheck).
 	Replication Kind = iota
 	// Table is a privilege on a table, resolved through the role's
 	// search_path exactly like the command's own unqualified queries.
@@ -40,9 +42,10 @@ type Statement struct {
 
 // Set is everything one command needs.
 type Set struct {
-	Command    string // "the relay", "the worker", "the API"
-	Needs      []Need
-	Statements []Statement
+	Command     string // "the relay", "the worker", "the API"
+	Needs       []Need
+	Statements  []Statement
+	Replication ReplicationCheck // how a Replication need is checked
 }
 
 // Relay is what `cdc run` needs. heartbeat is whether it emits heartbeat

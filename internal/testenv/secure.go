@@ -122,7 +122,9 @@ func appendFile(t testing.TB, path, text string) {
 
 // SASLSSLKafka is a private broker with, besides its PLAINTEXT listener, a
 // SASL_SSL listener that requires a client certificate signed by the test CA
-// and accepts PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for one user.
+// and accepts PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for one user, and
+// OAUTHBEARER with Kafka's unsecured validator for tests: any unsecured JWS
+// ("alg":"none", see UnsecuredJWT) with sub, iat and a future exp.
 type SASLSSLKafka struct {
 	*Kafka
 	SecureBrokers []string // host:port of the SASL_SSL listener
@@ -140,8 +142,10 @@ func StartKafkaSASLSSL(t testing.TB, certs *Certs, user, password string) *SASLS
 	conf := filepath.Join(dir, "sasl-ssl.properties")
 	jaas := func(module, extra string) string { return module + " required" + extra + ";" }
 	props := strings.Join([]string{
-		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		"listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		"listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		// No server callback handler: the default validates unsecured JWS.
+		"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=" + jaas("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule", ` unsecuredLoginStringClaim_sub="admin"`),
 		"listener.name.sasl_ssl.plain.sasl.jaas.config=" + jaas("org.apache.kafka.common.security.plain.PlainLoginModule", fmt.Sprintf(" user_%s=%q", user, password)),
 		"listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=" + jaas("org.apache.kafka.common.security.scram.ScramLoginModule", ""),
 		"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=" + jaas("org.apache.kafka.common.security.scram.ScramLoginModule", ""),

@@ -74,14 +74,39 @@ func startShared() (*Env, error) {
 }
 
 // NewDatabase creates a fresh database on the shared cluster, applies the
-// migrations and returns its URL. At cleanup its replication slots and the
-// database itself are dropped.
+// migrations with the demo's tables (orders) and returns its URL. At cleanup
+// its replication slots and the database itself are dropped.
 func (e *Env) NewDatabase(t testing.TB) string {
 	t.Helper()
-	return newDatabase(t, e.PGURL)
+	url := newEmptyDatabase(t, e.PGURL)
+	migrateOrFail(t, url)
+	return url
+}
+
+// NewEmptyDatabase is NewDatabase without the migrations: a database with
+// nothing in it.
+func (e *Env) NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	return newEmptyDatabase(t, e.PGURL)
 }
 
 func newDatabase(t testing.TB, adminURL string) string {
+	t.Helper()
+	url := newEmptyDatabase(t, adminURL)
+	migrateOrFail(t, url)
+	return url
+}
+
+func migrateOrFail(t testing.TB, url string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Migrate(ctx, url); err != nil {
+		t.Fatalf("migrate %s: %v", url, err)
+	}
+}
+
+func newEmptyDatabase(t testing.TB, adminURL string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -96,15 +121,13 @@ func newDatabase(t testing.TB, adminURL string) string {
 	}
 	url := withDatabase(t, adminURL, name)
 	t.Cleanup(func() { dropDatabase(t, adminURL, name) })
-	if err := Migrate(ctx, url); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
 	return url
 }
 
-// Migrate applies EventForge's migrations to the database at url.
+// Migrate applies EventForge's migrations to the database at url, the demo's
+// tables included (the API, the demo handler and many tests use orders).
 func Migrate(ctx context.Context, url string) error {
-	_, err := migrate.URL(ctx, url)
+	_, err := migrate.URL(ctx, url, migrate.Options{Demo: true})
 	return err
 }
 

@@ -1,15 +1,7 @@
--- The contract's tables: the business table of the demo, the outbox the relay
--- reads through logical replication, and the inbox the workers write.
-CREATE TABLE IF NOT EXISTS orders (
-    id         text PRIMARY KEY,
-    status     text NOT NULL,
-    customer   text,
-    amount     bigint,
-    currency   text,
-    created_at timestamptz NOT NULL DEFAULT now(),
-    updated_at timestamptz NOT NULL DEFAULT now()
-);
-
+-- The contract's tables: the outbox the relay reads through logical
+-- replication, and the inbox the workers write. (The demo's orders table was
+-- created here before `migrate --demo` existed: sql/demo/demo_0001_orders.sql
+-- creates it now, a no-op on databases migrated before.)
 CREATE TABLE IF NOT EXISTS outbox (
     event_id       uuid PRIMARY KEY,
     aggregate_type text NOT NULL,
