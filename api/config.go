@@ -38,6 +38,10 @@ type Config struct {
 	// Token, when set, is the bearer token every /orders request must
 	// carry. It prints as [redacted].
 	Token Token
+
+	// CreateTables makes Run create the tables the API writes (orders,
+	// api_idempotency) when they are missing. Default true.
+	CreateTables bool
 }
 
 // DefaultConfig returns the defaults: loopback :8080, 10 s per request, 1 MiB
@@ -54,6 +58,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   15 * time.Second,
 		MaxBodyBytes:      1 << 20,
 		MaxHeaderBytes:    32 << 10,
+		CreateTables:      true,
 	}
 }
 

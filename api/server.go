@@ -238,6 +238,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("invalid PostgreSQL URL %s", pgconn.Redact(cfg.PGURL))
 	}
+	if cfg.CreateTables {
+		ensureDemoSchema(ctx, cfg.PGURL, log)
+	}
 	poolCfg.MaxConns = cfg.MaxConns
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {

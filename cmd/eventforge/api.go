@@ -64,6 +64,7 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "host:port to serve the API, /healthz, /readyz and /metrics on")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "host:port to serve /healthz, /readyz and /metrics on as well (empty: not)")
+	fs.BoolVar(&cfg.CreateTables, "create-tables", cfg.CreateTables, "create the orders and api_idempotency tables when they are missing (needs CREATE on the schema; else run eventforge migrate --demo)")
 	fs.Int32Var(&cfg.MaxConns, "pg-max-conns", cfg.MaxConns, "largest number of PostgreSQL connections")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "deadline of each request's work")
 	fs.DurationVar(&cfg.WriteTimeout, "write-timeout", cfg.WriteTimeout, "HTTP server write timeout; must exceed --request-timeout")
