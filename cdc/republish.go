@@ -47,12 +47,20 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	}
 	defer side.Close(context.WithoutCancel(ctx))
 
-	where, args := "created_at >= $1", []any{since}
+	cat, err := checkMapping(ctx, db, cfg.Mapping)
+	if err != nil {
+		return res, err
+	}
+	createdAt, err := cat.CreatedAtColumn("outbox republish")
+	if err != nil {
+		return res, err
+	}
+	where, args := createdAt+" >= $1", []any{since}
 	if !until.IsZero() {
-		where, args = where+" AND created_at < $2", append(args, until)
+		where, args = where+" AND "+createdAt+" < $2", append(args, until)
 	}
 	lim := newLimits(cfg.MaxMessageBytes)
-	badTopics, err := learnTopics(ctx, &cfg, db, lim, where, args)
+	badTopics, err := learnTopics(ctx, &cfg, cat, db, lim, where, args)
 	if err != nil {
 		return res, err
 	}
@@ -81,7 +89,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
 		}
 	}()
-	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, where, args, log)
+	rejected, scanErr := republishRows(pctx, &cfg, cat, db, side, prod, lim.current(), badTopics, where+" ORDER BY "+createdAt+", ctid", args, log)
 	prod.AsyncClose()
 	wg.Wait()
 	res.Published, res.Rejected = published.Load(), rejected
@@ -97,8 +105,8 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 // learnTopics ensures every topic of the range exists and learns its limit
 // before the producer is configured. It returns the topics no event may go
 // to (invalid, internal or missing names), with the reason.
-func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, where string, args []any) (map[string]string, error) {
-	rows, err := db.Query(ctx, "SELECT DISTINCT aggregate_type FROM outbox WHERE "+where, args...)
+func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, db *pgx.Conn, lim *limits, where string, args []any) (map[string]string, error) {
+	rows, err := db.Query(ctx, "SELECT DISTINCT "+pgx.Identifier{cat.Topic}.Sanitize()+"::text FROM "+cat.QuotedTable()+" WHERE "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
@@ -135,33 +143,29 @@ func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, wh
 	return bad, nil
 }
 
-func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
+func republishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, db, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
 	badTopics map[string]string, where string, args []any, log *slog.Logger) (int64, error) {
-	rows, err := db.Query(ctx, `SELECT event_id, aggregate_type, aggregate_id, event_type, payload::text, headers::text, created_at
-		FROM outbox WHERE `+where+` ORDER BY created_at, ctid`, args...)
+	rows, err := db.Query(ctx, "SELECT "+cat.SelectList()+" FROM "+cat.QuotedTable()+" WHERE "+where, args...)
 	if err != nil {
 		return 0, fmt.Errorf("read outbox: %w", err)
 	}
 	defer rows.Close()
 	var rejected int64
+	build := outbox.NewBuilder(cfg.TopicPrefix).WithFormat(&cat.Mapping)
 	for rows.Next() {
-		var (
-			e       outbox.Event
-			payload string
-			headers string
-		)
-		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.EventType, &payload, &headers, &e.CommitTime); err != nil {
-			return rejected, fmt.Errorf("read outbox row: %w", err)
+		row, err := cat.Scan(rows)
+		if err != nil {
+			return rejected, err
 		}
-		e.Payload = []byte(payload)
-		hs, herr := outbox.StringHeaders([]byte(headers))
-		e.Headers = hs
-		msg, err := outbox.Message(&e, cfg.TopicPrefix)
+		e := row.Event
+		rec := new(outbox.Record)
+		err = build.Build(rec, &e)
+		msg := &rec.Msg
 		reason := badTopics[e.Topic(cfg.TopicPrefix)]
 		switch {
 		case reason != "":
-		case herr != nil: // the relay's rule too: see pgoutput.RowError
-			reason = fmt.Sprintf("column headers: %v", herr)
+		case row.Problem != "": // the relay's rule too: see pgoutput.RowError
+			reason = row.Problem
 		case err != nil:
 			reason = err.Error()
 		case msg.ByteSize(recordVersion) > maxBytes:

@@ -27,6 +27,10 @@ var supported = map[string][]string{
 	"created at": {"timestamptz", "timestamp"},
 }
 
+// ErrMapping wraps every problem Check finds between the mapping and the
+// table: a missing table or column, an unsupported column type.
+var ErrMapping = errors.New("the outbox mapping does not match the database")
+
 // Catalog is a mapping checked against the database: the column types it
 // found. Use it to read outbox rows with SQL (SelectList, Scan).
 type Catalog struct {
@@ -60,7 +64,7 @@ func (m Mapping) Check(ctx context.Context, q Querier) (*Catalog, error) {
 		return nil, fmt.Errorf("read outbox table %s: %w", m.Table, err)
 	}
 	if !exists {
-		return nil, fmt.Errorf("outbox table %s does not exist (or this role cannot see it): create it or set --outbox-table", m.Table)
+		return nil, fmt.Errorf("%w: outbox table %s does not exist (or this role cannot see it): create it or set --outbox-table", ErrMapping, m.Table)
 	}
 	rows, err = q.Query(ctx, columnTypes, m.QuotedTable())
 	if err != nil {
@@ -98,7 +102,10 @@ func (c *Catalog) problems() error {
 			errs = append(errs, fmt.Errorf("outbox table %s has no column %q (extra header %s)", c.Table, x.Column, x.Header))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n%w", ErrMapping, errors.Join(errs...))
 }
 
 func contains(list []string, s string) bool {
