@@ -76,10 +76,11 @@ func (r *Record) buildCloudEvents(e *Event, topic, source string) error {
 
 // buildDebezium fills r as Debezium's outbox event router does by default:
 // key = aggregate id, value = payload, header id = event id, then the
-// event's other headers (extra columns) sorted by name.
+// event's other headers (extra columns) sorted by name, but for the
+// contract's reserved names.
 func (r *Record) buildDebezium(e *Event, topic string) error {
 	hs := []sarama.RecordHeader{header(HeaderDebeziumID, e.ID.String())}
-	return r.buildWith(e, topic, appendOthers(hs, e.Headers, func(k string) bool { return k == HeaderDebeziumID }))
+	return r.buildWith(e, topic, appendOthers(hs, e.Headers, func(k string) bool { return reserved[k] || k == HeaderDebeziumID }))
 }
 
 // buildWith lays out key and value and sets the given headers.
@@ -114,7 +115,8 @@ func appendOthers(hs []sarama.RecordHeader, extra map[string]string, skip func(s
 }
 
 // isCloudEventsHeader: attributes (ce_*) and content-type are the format's
-// own; a headers column may not set them.
+// own, and the contract's header names stay reserved; a headers column may
+// not set them.
 func isCloudEventsHeader(k string) bool {
-	return k == HeaderContentType || len(k) > 3 && k[:3] == "ce_"
+	return reserved[k] || k == HeaderContentType || len(k) >= 3 && k[:3] == "ce_"
 }
