@@ -81,7 +81,26 @@ func (e *Env) NewDatabase(t testing.TB) string {
 	return newDatabase(t, e.PGURL)
 }
 
+// NewEmptyDatabase creates a fresh database on the shared cluster without
+// EventForge's migrations (an application's own database before it adopts
+// EventForge) and returns its URL; cleaned up like NewDatabase's.
+func (e *Env) NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	return createDatabase(t, e.PGURL)
+}
+
 func newDatabase(t testing.TB, adminURL string) string {
+	t.Helper()
+	url := createDatabase(t, adminURL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := Migrate(ctx, url); err != nil {
+		t.Fatalf("migrate %s: %v", url, err)
+	}
+	return url
+}
+
+func createDatabase(t testing.TB, adminURL string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -96,9 +115,6 @@ func newDatabase(t testing.TB, adminURL string) string {
 	}
 	url := withDatabase(t, adminURL, name)
 	t.Cleanup(func() { dropDatabase(t, adminURL, name) })
-	if err := Migrate(ctx, url); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
 	return url
 }
 
