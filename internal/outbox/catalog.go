@@ -39,12 +39,17 @@ type Catalog struct {
 	extras []Extra
 }
 
-// columnTypes reads the columns of the table: nil when it does not exist.
+// tableOID finds the table by its schema and name in the catalog, which
+// every role may read (to_regclass would need USAGE on the schema).
+const tableOID = `SELECT coalesce((SELECT c.oid::int8 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')), 0)`
+
+// columnTypes reads the columns of a table.
 const columnTypes = `SELECT a.attname::text, coalesce(bt.typname, t.typname)::text
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
-WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`
+WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped`
 
 // Check validates m and checks it against the catalog: the table exists and
 // every mapped column exists with a supported type. It reports every
@@ -55,18 +60,19 @@ func (m Mapping) Check(ctx context.Context, q Querier) (*Catalog, error) {
 		return nil, err
 	}
 	extras, _ := m.Extras()
-	var exists bool
-	rows, err := q.Query(ctx, "SELECT to_regclass($1) IS NOT NULL", m.QuotedTable())
+	schema, table, _ := m.SplitTable()
+	var oid int64
+	rows, err := q.Query(ctx, tableOID, schema, table)
 	if err == nil {
-		exists, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+		oid, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read outbox table %s: %w", m.Table, err)
 	}
-	if !exists {
-		return nil, fmt.Errorf("%w: outbox table %s does not exist (or this role cannot see it): create it or set --outbox-table", ErrMapping, m.Table)
+	if oid == 0 {
+		return nil, fmt.Errorf("%w: outbox table %s does not exist: create it or set --outbox-table", ErrMapping, m.Table)
 	}
-	rows, err = q.Query(ctx, columnTypes, m.QuotedTable())
+	rows, err = q.Query(ctx, columnTypes, oid)
 	if err != nil {
 		return nil, fmt.Errorf("read columns of %s: %w", m.Table, err)
 	}
