@@ -47,6 +47,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		if nilHeader {
 			m.Headers = append(m.Headers, nil)
 		}
+		if got, ok := outbox.EventIDHeader(m.Headers); got != lastID || ok != haveID {
+			t.Fatalf("EventIDHeader = %q, %v; want %q, %v", got, ok, lastID, haveID)
+		}
 		ev, err := decode(m)
 		if err != nil {
 			if !errors.Is(err, outbox.ErrMalformed) {

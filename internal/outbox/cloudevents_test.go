@@ -197,3 +197,23 @@ func FuzzRecordFormats(f *testing.F) {
 		}
 	})
 }
+
+func TestEventIDHeader(t *testing.T) {
+	h := func(k, v string) *sarama.RecordHeader { return &sarama.RecordHeader{Key: []byte(k), Value: []byte(v)} }
+	for _, tc := range []struct {
+		hs   []*sarama.RecordHeader
+		want string
+		ok   bool
+	}{
+		{nil, "", false},
+		{[]*sarama.RecordHeader{h("x", "1"), nil}, "", false},
+		{[]*sarama.RecordHeader{h("id", "d"), h("ce_id", "c"), h("event_id", "e1"), h("event_id", "e2")}, "e2", true},
+		{[]*sarama.RecordHeader{h("ce_id", "c1"), h("id", "d"), h("ce_id", "c2")}, "c2", true},
+		{[]*sarama.RecordHeader{h("id", "d")}, "d", true},
+	} {
+		got, ok := EventIDHeader(tc.hs)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("EventIDHeader(%v) = %q, %v; want %q, %v", tc.hs, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -302,6 +302,31 @@ func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 	return e, nil
 }
 
+// EventIDHeader is the event id header of a consumed record as Parse reads
+// it: the last event_id, else the last ce_id (CloudEvents), else the last id
+// (Debezium's router). ok is false when there is none.
+func EventIDHeader(headers []*sarama.RecordHeader) (id string, ok bool) {
+	best := 3
+	for _, h := range headers {
+		if h == nil {
+			continue
+		}
+		rank := 3
+		switch string(h.Key) {
+		case HeaderEventID:
+			rank = 0
+		case HeaderCEID:
+			rank = 1
+		case HeaderDebeziumID:
+			rank = 2
+		}
+		if rank <= best && rank < 3 {
+			id, best, ok = string(h.Value), rank, true
+		}
+	}
+	return id, ok
+}
+
 // isJSONType reports whether a content-type header value (empty: none, the
 // contract's JSON) names JSON.
 func isJSONType(ct string) bool {
