@@ -90,17 +90,22 @@ func TestRelayReadsAMappedTable(t *testing.T) {
 func TestRelayPayloadTypes(t *testing.T) {
 	env := testenv.Shared(t)
 	cases := []struct {
-		typ, literal string
-		want         []byte
+		name, typ, literal string
+		want               []byte
+		byteaOutput        string // the database's bytea_output, which the walsender uses
 	}{
-		{"jsonb", `'{"b": [1, 2],  "a": "x"}'`, []byte(`{"a":"x","b":[1,2]}`)},
-		{"json", `'{"b": [1, 2],  "a": "x"}'`, []byte(`{"b":[1,2],"a":"x"}`)},
-		{"text", `'not  JSON at all'`, []byte("not  JSON at all")},
-		{"bytea", `'\xff00fe'::bytea`, []byte{0xff, 0x00, 0xfe}},
+		{"jsonb", "jsonb", `'{"b": [1, 2],  "a": "x"}'`, []byte(`{"a":"x","b":[1,2]}`), ""},
+		{"json", "json", `'{"b": [1, 2],  "a": "x"}'`, []byte(`{"b":[1,2],"a":"x"}`), ""},
+		{"text", "text", `'not  JSON at all'`, []byte("not  JSON at all"), ""},
+		{"bytea", "bytea", `'\xff00fe'::bytea`, []byte{0xff, 0x00, 0xfe}, ""},
+		{"bytea escape output", "bytea", `'\xff005c41fe'::bytea`, []byte{0xff, 0x00, '\\', 'A', 0xfe}, "escape"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.typ, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			url := env.NewDatabase(t)
+			if tc.byteaOutput != "" {
+				mustExec(t, connect(t, url), `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET bytea_output = %L', current_database(), '`+tc.byteaOutput+`'); END $$`)
+			}
 			m, pub := mappedTable(t, url, tc.typ)
 			cfg := testConfig(t, url, env.Brokers)
 			cfg.Mapping, cfg.Publication = m, pub

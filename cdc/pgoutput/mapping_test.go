@@ -60,6 +60,7 @@ func TestMappedDecoderReadsColumnsByName(t *testing.T) {
 	}{
 		{"bytea not UTF-8", txt(`\xff00fe`), []byte{0xff, 0x00, 0xfe}, outbox.PayloadBinary, false, oidBytea},
 		{"bytea empty", txt(`\x`), []byte{}, outbox.PayloadBinary, false, oidBytea},
+		{"bytea escape format", txt(`\377\000\376a\\b`), []byte{0xff, 0x00, 0xfe, 'a', '\\', 'b'}, outbox.PayloadBinary, false, oidBytea},
 		{"text", txt("plain words"), []byte("plain words"), outbox.PayloadText, false, oidText},
 		{"jsonb", txt(`{"a": 1}`), []byte(`{"a": 1}`), outbox.PayloadJSON, false, 3802},
 		{"json", txt(`[1,  2]`), []byte(`[1,  2]`), outbox.PayloadJSON, false, 114},
@@ -104,7 +105,9 @@ func TestMappedDecoderRejects(t *testing.T) {
 		name, column string
 		cols         []col
 	}{
-		{"bytea not hex", "payload", []col{txt(`\001`), txt("T"), txt("o-1"), null, txt(testUUID), txt("order")}},
+		{"bytea bad escape", "payload", []col{txt(`\9`), txt("T"), txt("o-1"), null, txt(testUUID), txt("order")}},
+		{"bytea short escape", "payload", []col{txt(`ab\01`), txt("T"), txt("o-1"), null, txt(testUUID), txt("order")}},
+		{"bytea escape above 377", "payload", []col{txt(`\400`), txt("T"), txt("o-1"), null, txt(testUUID), txt("order")}},
 		{"bytea odd digits", "payload", []col{txt(`\xfff`), txt("T"), txt("o-1"), null, txt(testUUID), txt("order")}},
 		{"null key", "aggregateid", []col{txt(`\x00`), txt("T"), null, null, txt(testUUID), txt("order")}},
 		{"id not a uuid", "id", []col{txt(`\x00`), txt("T"), txt("k"), null, txt("42"), txt("order")}},
@@ -148,7 +151,7 @@ func TestMappedDecoderIgnoresOtherTables(t *testing.T) {
 func FuzzDecodeMapped(f *testing.F) {
 	rel := typedRelationMsg(testRel, "inventory", "outbox", debeziumCols, debeziumOIDs)
 	begin := beginMsg(0x1000, 1, 7)
-	for _, p := range []col{txt(`\xff00fe`), txt(`\x`), txt(`\xzz`), txt(`\x0`), null, toast} {
+	for _, p := range []col{txt(`\xff00fe`), txt(`\x`), txt(`\xzz`), txt(`\x0`), txt(`\377\\a`), txt(`\4`), null, toast} {
 		f.Add(joinMsgs(rel, begin, insertMsg(testRel, p, txt("T"), txt("k"), txt("t"), txt(testUUID), txt("order")), commitMsg(0x1000, 0x1030, 1)))
 	}
 	m := debeziumMapping(f)

@@ -100,16 +100,17 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 	return e, nil
 }
 
-// payload is the payload column's bytes: bytea arrives in text format as
-// \x and hex digits, which are decoded (into a scratch buffer, which a
-// borrowed event aliases); other types as received. NULL (allowed only under
-// the tombstone policy) is nil.
+// payload is the payload column's bytes: bytea arrives in text format, as
+// \x and hex digits (bytea_output = 'hex', the default) or in the escape
+// format, and is decoded into a scratch buffer, which a borrowed event
+// aliases; other types as received. NULL (allowed only under the tombstone
+// policy) is nil.
 func (d *Decoder) payload(v value, kind outbox.PayloadKind) ([]byte, error) {
 	if v.kind == tupleNull || kind != outbox.PayloadBinary {
 		return v.data, nil
 	}
 	if len(v.data) < 2 || v.data[0] != '\\' || v.data[1] != 'x' {
-		return nil, fmt.Errorf("bytea value %q is not in hex format (bytea_output = 'escape' is not supported)", truncate(v.data))
+		return d.unescapeBytea(v.data)
 	}
 	hexDigits := v.data[2:]
 	n := hex.DecodedLen(len(hexDigits))
@@ -122,6 +123,33 @@ func (d *Decoder) payload(v value, kind outbox.PayloadKind) ([]byte, error) {
 	}
 	return d.bytea, nil
 }
+
+// unescapeBytea decodes bytea's escape output format: \\ is a backslash,
+// \nnn an octal byte, anything else itself.
+func (d *Decoder) unescapeBytea(b []byte) ([]byte, error) {
+	out := d.bytea[:0]
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		switch {
+		case i+1 < len(b) && b[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(b) && isOctal(b[i+1]) && b[i+1] <= '3' && isOctal(b[i+2]) && isOctal(b[i+3]):
+			out = append(out, (b[i+1]-'0')<<6|(b[i+2]-'0')<<3|(b[i+3]-'0'))
+			i += 3
+		default:
+			return nil, fmt.Errorf("bytea value %q: invalid escape at byte %d", truncate(b), i)
+		}
+	}
+	d.bytea = out
+	return out, nil
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // extraHeaders adds the extra header columns of the row to headers: the
 // text of each non-NULL value, under its header name.
