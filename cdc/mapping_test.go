@@ -195,7 +195,7 @@ func TestRelayRefusesAMappingTheTableDoesNotMatch(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", w, r.err)
 		}
 	}
-	if n := strings.Count(r.err.Error(), "\n"); n != 4 {
+	if n := strings.Count(r.err.Error(), "; "); n != 3 {
 		t.Errorf("want 4 problems, got:\n%v", r.err)
 	}
 }

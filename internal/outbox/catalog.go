@@ -53,7 +53,7 @@ WHERE a.attrelid = $1::int8::oid AND a.attnum > 0 AND NOT a.attisdropped`
 
 // Check validates m and checks it against the catalog: the table exists and
 // every mapped column exists with a supported type. It reports every
-// problem, one per line.
+// problem, one clause each.
 func (m Mapping) Check(ctx context.Context, q Querier) (*Catalog, error) {
 	m = m.normal()
 	if err := m.Validate(); err != nil {
@@ -111,7 +111,7 @@ func (c *Catalog) problems() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w:\n%w", ErrMapping, errors.Join(errs...))
+	return fmt.Errorf("%w (%d problems): %w", ErrMapping, len(errs), problems(errs))
 }
 
 func contains(list []string, s string) bool {

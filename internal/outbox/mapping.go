@@ -210,7 +210,7 @@ func (m *Mapping) Extras() ([]Extra, error) {
 }
 
 // Validate reports every problem of the mapping itself (not against the
-// catalog: see Check), one per line of the joined error.
+// catalog: see Check), one clause each, separated by "; ".
 func (m Mapping) Validate() error {
 	m = m.normal()
 	var errs []error
@@ -254,7 +254,32 @@ func (m Mapping) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid --record-format %q: want eventforge, cloudevents or debezium", m.Format))
 	}
-	return errors.Join(errs...)
+	return joinProblems(errs)
+}
+
+// problems are several errors reported at once, on one line (the command
+// line prints an error on one), one clause each.
+type problems []error
+
+func (p problems) Error() string {
+	msgs := make([]string, len(p))
+	for i, e := range p {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (p problems) Unwrap() []error { return p }
+
+// joinProblems is nil without errors, the error itself for one, else all.
+func joinProblems(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return problems(errs)
 }
 
 // role is one column's part in an event.
