@@ -132,7 +132,7 @@ func sinceText(rng outboxRange) string {
 // warnUnpublished tells the operator about outbox rows committed before a
 // slot created without a backfill: the slot will never deliver them.
 func (r *Relay) warnUnpublished(ctx context.Context, snap *snapshot) {
-	n, oldest, err := countOutbox(ctx, snap.tx, &r.cfg, outboxRange{})
+	n, oldest, err := countOutbox(ctx, snap.tx, r.catalog)
 	if err != nil {
 		r.log.Warn("new replication slot: could not count the outbox rows committed before it, which it will not deliver", "err", err)
 		return

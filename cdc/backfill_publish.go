@@ -78,10 +78,10 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 // feedSnapshot hands every row of rng in the snapshot to the feeder, in
 // readOutbox's order, waiting while the in-flight window is full.
 func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracker, feed chan<- *pending, rng outboxRange) (int64, error) {
-	build := outbox.NewBuilder(r.cfg.TopicPrefix)
+	build := outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping)
 	var n int64
 	tr.Begin()
-	err := readOutbox(ctx, snap.tx, &r.cfg, rng, func(e *outbox.Event, headersErr error) error {
+	err := readOutbox(ctx, snap.tx, r.catalog, rng, "the backfill", func(row *outbox.Row) error {
 		for !tr.HasRoom() {
 			select {
 			case <-tr.Changed():
@@ -89,10 +89,11 @@ func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracke
 				return errStopped
 			}
 		}
+		e := &row.Event
 		p := &pending{id: e.ID} // no commit time: commit-to-ack is the stream's latency
 		switch {
-		case headersErr != nil: // the relay's rule for a streamed row too: see pgoutput.RowError
-			p.reason = fmt.Sprintf("column headers: %v", headersErr)
+		case row.Problem != "": // the relay's rule for a streamed row too: see pgoutput.RowError
+			p.reason = row.Problem
 			p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
 		default:
 			if err := build.Build(&p.rec, e); err != nil {

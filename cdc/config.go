@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
 )
 
@@ -44,7 +45,10 @@ type Config struct {
 	Kafka       kafka.Config
 	Slot        string // logical replication slot, created when missing
 	Publication string // must exist (eventforge migrate creates it)
-	OutboxTable string // schema.table the publication covers
+	OutboxTable string // schema.table the publication covers; Mapping.Table wins when set
+	// Mapping names the outbox's table and columns and the record format;
+	// zero: the contract's (outbox.DefaultMapping) on OutboxTable.
+	Mapping outbox.Mapping
 
 	TopicPrefix            string // prepended to aggregate_type
 	TopicPartitions        int32  // for topics the relay creates
@@ -95,7 +99,7 @@ type Config struct {
 // DefaultConfig returns a Config with every default set; callers fill PGURL
 // and Kafka.Brokers.
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Slot:                   DefaultSlot,
 		Publication:            DefaultPublication,
 		OutboxTable:            DefaultOutboxTable,
@@ -109,6 +113,8 @@ func DefaultConfig() Config {
 		MaxMessageBytes:        DefaultMaxMessageBytes,
 		ShutdownTimeout:        DefaultShutdownTimeout,
 	}.withDefaults()
+	c.Mapping.Table = "" // OutboxTable names it unless the caller sets it here
+	return c
 }
 
 // withDefaults fills zero values.
@@ -126,6 +132,7 @@ func (c Config) withDefaults() Config {
 	setStr(&c.Slot, DefaultSlot)
 	setStr(&c.Publication, DefaultPublication)
 	setStr(&c.OutboxTable, DefaultOutboxTable)
+	c.mappingDefaults()
 	setStr(&c.Compression, DefaultCompression)
 	if c.TopicPartitions == 0 {
 		c.TopicPartitions = DefaultTopicPartitions
@@ -178,7 +185,7 @@ func (c Config) Validate() error {
 	if c.BackfillAll && !c.BackfillSince.IsZero() {
 		return errors.New("--backfill-all and --backfill-since exclude each other")
 	}
-	if _, _, err := c.outboxTable(); err != nil {
+	if err := c.Mapping.Validate(); err != nil {
 		return err
 	}
 	// An invalid prefix would set every event aside.
@@ -217,16 +224,13 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// outboxTable splits OutboxTable into schema and table.
+// outboxTable splits the outbox table into schema and table.
 func (c Config) outboxTable() (schema, table string, err error) {
-	schema, table, ok := strings.Cut(c.OutboxTable, ".")
-	if !ok {
-		schema, table = "public", c.OutboxTable
+	m := c.Mapping
+	if m.Table == "" {
+		m.Table = c.OutboxTable
 	}
-	if schema == "" || table == "" || strings.Contains(table, ".") {
-		return "", "", fmt.Errorf("invalid outbox table %q: want schema.table", c.OutboxTable)
-	}
-	return schema, table, nil
+	return m.SplitTable()
 }
 
 // ParseCompression maps a --compression value to sarama's codec.

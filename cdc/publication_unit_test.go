@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"errors"
+	"github.com/eventforge/eventforge/internal/outbox"
 	"strings"
 	"testing"
 	"time"
@@ -42,19 +43,25 @@ func TestCoverageError(t *testing.T) {
 
 func TestOutboxRangeWhere(t *testing.T) {
 	since, until := time.Unix(100, 0), time.Unix(200, 0)
+	withCol := &outbox.Catalog{Mapping: outbox.Mapping{CreatedAt: "made at"}}
+	noCol := &outbox.Catalog{}
 	for _, tc := range []struct {
-		r     outboxRange
-		where string
-		args  int
+		r       outboxRange
+		cat     *outbox.Catalog
+		where   string
+		args    int
+		wantErr bool
 	}{
-		{outboxRange{}, "TRUE", 0},
-		{outboxRange{since: since}, "TRUE AND created_at >= $1", 1},
-		{outboxRange{until: until}, "TRUE AND created_at < $1", 1},
-		{outboxRange{since: since, until: until}, "TRUE AND created_at >= $1 AND created_at < $2", 2},
+		{outboxRange{}, withCol, "TRUE", 0, false},
+		{outboxRange{}, noCol, "TRUE", 0, false},
+		{outboxRange{since: since}, withCol, `TRUE AND "made at" >= $1`, 1, false},
+		{outboxRange{until: until}, withCol, `TRUE AND "made at" < $1`, 1, false},
+		{outboxRange{since: since, until: until}, withCol, `TRUE AND "made at" >= $1 AND "made at" < $2`, 2, false},
+		{outboxRange{since: since}, noCol, "", 0, true},
 	} {
-		where, args := tc.r.where()
-		if where != tc.where || len(args) != tc.args {
-			t.Errorf("%+v.where() = %q, %d args; want %q, %d", tc.r, where, len(args), tc.where, tc.args)
+		where, args, err := tc.r.where(tc.cat, "the test")
+		if (err != nil) != tc.wantErr || where != tc.where || len(args) != tc.args {
+			t.Errorf("%+v.where(%q) = %q, %d args, %v; want %q, %d, error %v", tc.r, tc.cat.CreatedAt, where, len(args), err, tc.where, tc.args, tc.wantErr)
 		}
 	}
 }

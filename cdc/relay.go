@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eventforge/eventforge/cdc/ack"
-	"github.com/eventforge/eventforge/cdc/pgoutput"
 	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/ops"
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -30,6 +29,8 @@ type Relay struct {
 	log    *slog.Logger
 	m      *metrics
 	limits *limits
+
+	catalog *outbox.Catalog // the mapping as checked at the session's start
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
 
@@ -205,6 +206,14 @@ func (r *Relay) session(ctx context.Context) error {
 	if err := checkCoverage(ctx, db, r.cfg.Publication, schema, table); err != nil {
 		return err
 	}
+	if r.catalog, err = checkMapping(ctx, db, r.cfg.Mapping); err != nil {
+		return err
+	}
+	if rng, _ := r.cfg.backfillRange(); rng.bounded() {
+		if _, err := r.catalog.CreatedAtColumn("--backfill-since"); err != nil {
+			return fatal(err)
+		}
+	}
 	wst, err := walSenderTimeout(ctx, db)
 	if err != nil {
 		return err
@@ -297,7 +306,6 @@ func activePID(pe *pgconn.PgError) int32 {
 // the two drainers of the producer's result channels.
 func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
 	start pglogrepl.LSN, interval, silence time.Duration, rejected map[uuid.UUID]bool) error {
-	schema, table, _ := r.cfg.outboxTable()
 	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
 	// The session lives on past ctx while it drains; a producer error
 	// cancels it with its cause.
@@ -305,10 +313,11 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
 	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, rejected
-	dec := pgoutput.NewDecoder(schema, table)
+	dec := r.decoder()
+	dec.SetPayloadKind(outbox.KindOf(r.catalog.Types[r.cfg.Mapping.Payload]))
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
-		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix),
+		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.cfg.Mapping),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
 	var g errgroup.Group

@@ -47,9 +47,16 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	}
 	defer side.Close(context.WithoutCancel(ctx))
 
+	cat, err := checkMapping(ctx, db, cfg.Mapping)
+	if err != nil {
+		return res, err
+	}
 	rng := outboxRange{since: since, until: until}
+	if _, err := cat.CreatedAtColumn(republishCommand); err != nil {
+		return res, err
+	}
 	lim := newLimits(cfg.MaxMessageBytes)
-	badTopics, err := learnTopics(ctx, &cfg, db, lim, rng)
+	badTopics, err := learnTopics(ctx, &cfg, cat, db, lim, rng)
 	if err != nil {
 		return res, err
 	}
@@ -78,7 +85,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
 		}
 	}()
-	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, rng, log)
+	rejected, scanErr := republishRows(pctx, &cfg, cat, db, side, prod, lim.current(), badTopics, rng, log)
 	prod.AsyncClose()
 	wg.Wait()
 	res.Published, res.Rejected = published.Load(), rejected
@@ -94,8 +101,8 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 // learnTopics ensures every topic of the range exists and learns its limit
 // before the producer is configured. It returns the topics no event may go
 // to (invalid, internal or missing names), with the reason.
-func learnTopics(ctx context.Context, cfg *Config, q rowQuerier, lim *limits, rng outboxRange) (map[string]string, error) {
-	types, err := outboxTypes(ctx, q, cfg, rng)
+func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQuerier, lim *limits, rng outboxRange) (map[string]string, error) {
+	types, err := outboxTypes(ctx, q, cat, rng, republishCommand)
 	if err != nil {
 		return nil, err
 	}
@@ -128,16 +135,20 @@ func learnTopics(ctx context.Context, cfg *Config, q rowQuerier, lim *limits, rn
 	return bad, nil
 }
 
-func republishRows(ctx context.Context, cfg *Config, q rowQuerier, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
+func republishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQuerier, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
 	badTopics map[string]string, rng outboxRange, log *slog.Logger) (int64, error) {
 	var rejected int64
-	err := readOutbox(ctx, q, cfg, rng, func(e *outbox.Event, herr error) error {
-		msg, err := outbox.Message(e, cfg.TopicPrefix)
+	build := outbox.NewBuilder(cfg.TopicPrefix).WithFormat(&cat.Mapping)
+	err := readOutbox(ctx, q, cat, rng, republishCommand, func(row *outbox.Row) error {
+		e := &row.Event
+		rec := new(outbox.Record)
+		err := build.Build(rec, e)
+		msg := &rec.Msg
 		reason := badTopics[e.Topic(cfg.TopicPrefix)]
 		switch {
 		case reason != "":
-		case herr != nil: // the relay's rule too: see pgoutput.RowError
-			reason = fmt.Sprintf("column headers: %v", herr)
+		case row.Problem != "": // the relay's rule too: see pgoutput.RowError
+			reason = row.Problem
 		case err != nil:
 			reason = err.Error()
 		case msg.ByteSize(recordVersion) > maxBytes:
@@ -163,6 +174,9 @@ func republishRows(ctx context.Context, cfg *Config, q rowQuerier, side *pgx.Con
 	}
 	return rejected, err
 }
+
+// republishCommand names `outbox republish` in errors about the mapping.
+const republishCommand = "outbox republish"
 
 // errStopped ends a scan of the outbox whose context ended.
 var errStopped = errors.New("stopped")

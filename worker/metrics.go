@@ -140,15 +140,13 @@ func newDeadLetterAges(topics []string, now func() time.Time) *deadLetterAges {
 	}
 }
 
-// add remembers the dead letter of m, keyed by its event_id header (or its
+// add remembers the dead letter of m, keyed by its event id header (event_id,
+// or ce_id or id for CloudEvents and Debezium records; or its
 // position when it has none: such a letter is never replayed).
 func (d *deadLetterAges) add(m *sarama.ConsumerMessage) {
 	key := fmt.Sprintf("%d@%d", m.Partition, m.Offset)
-	for _, h := range m.Headers {
-		if h != nil && string(h.Key) == outbox.HeaderEventID {
-			key = string(h.Value)
-			break
-		}
+	if id, ok := outbox.EventIDHeader(m.Headers); ok {
+		key = id
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -58,6 +58,12 @@ func TestDeadLetterAges(t *testing.T) {
 			{advance: 20 * time.Second, add: letter("a", id1.String(), 9)},
 			{advance: 5 * time.Second, want: map[string]float64{"a.dlq": 25, "b.dlq": 0}},
 		}},
+		{"a CloudEvents letter (ce_id) is cleared by its event", []step{
+			{add: &sarama.ConsumerMessage{Topic: "a", Partition: 1, Offset: 7,
+				Headers: []*sarama.RecordHeader{{Key: []byte(outbox.HeaderCEID), Value: []byte(id1.String())}}}},
+			{advance: 3 * time.Second, want: map[string]float64{"a.dlq": 3, "b.dlq": 0}},
+			{handled: []uuid.UUID{id1}, want: map[string]float64{"a.dlq": 0, "b.dlq": 0}},
+		}},
 		{"a malformed letter is not cleared by an event", []step{
 			{add: letter("b", "", 3)},
 			{advance: 7 * time.Second, handled: []uuid.UUID{id1}, want: map[string]float64{"a.dlq": 0, "b.dlq": 7}},

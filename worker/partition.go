@@ -202,13 +202,12 @@ func (p *partitionWorker) afterCommit(evs []Event) error {
 // row carried follows the event into these lines.
 func messageAttrs(m *sarama.ConsumerMessage) []any {
 	attrs := make([]any, 0, 6)
+	if id, ok := outbox.EventIDHeader(m.Headers); ok {
+		attrs = append(attrs, "event_id", id)
+	}
 	var traceparent string
 	for _, h := range m.Headers {
-		switch {
-		case h == nil:
-		case string(h.Key) == outbox.HeaderEventID:
-			attrs = append(attrs, "event_id", string(h.Value))
-		case string(h.Key) == traceparentHeader:
+		if h != nil && string(h.Key) == traceparentHeader {
 			traceparent = string(h.Value)
 		}
 	}

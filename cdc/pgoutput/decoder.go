@@ -73,6 +73,11 @@ type Item struct {
 // stream session; it is not safe for concurrent use.
 type Decoder struct {
 	schema, table string
+	cols          [numFields]string // column of each field (see columnsOf)
+	extras        []outbox.Extra    // extra columns carried as headers
+	tombstone     bool              // a NULL payload is a record without a value
+	kind          outbox.PayloadKind
+	kindSet       bool // kind overrides the payload column's type OID
 	relations     map[uint32]*relation
 	interned      map[string]string
 
@@ -81,22 +86,52 @@ type Decoder struct {
 	finalLSN   pglogrepl.LSN
 	commitTime time.Time
 
-	vals [numFields]value // scratch for the row being decoded
+	vals      [numFields]value // scratch for the row being decoded
+	extraVals []value          // scratch: the extra header columns
+	bytea     []byte           // scratch: a decoded bytea payload
 
 	borrow  bool         // see BorrowEvents
 	scratch outbox.Event // the borrowed event
 }
 
 // NewDecoder returns a decoder that produces events for INSERTs into
-// schema.table, e.g. ("public", "outbox").
+// schema.table, e.g. ("public", "outbox"), with the contract's columns.
 func NewDecoder(schema, table string) *Decoder {
+	m := outbox.DefaultMapping()
+	m.Table = schema + "." + table
+	d, _ := NewMappedDecoder(&m)
+	return d
+}
+
+// NewMappedDecoder returns a decoder that reads the table and columns of m:
+// rows are read by column name, whatever their order.
+func NewMappedDecoder(m *outbox.Mapping) (*Decoder, error) {
+	mm := *m
+	mm.Normalize()
+	schema, table, err := mm.SplitTable()
+	if err != nil {
+		return nil, err
+	}
+	extras, err := mm.Extras()
+	if err != nil {
+		return nil, err
+	}
 	return &Decoder{
 		schema:    schema,
 		table:     table,
+		cols:      columnsOf(&mm),
+		extras:    extras,
+		extraVals: make([]value, len(extras)),
+		tombstone: mm.NullPayload == outbox.NullPayloadTombstone,
 		relations: make(map[uint32]*relation),
 		interned:  make(map[string]string),
-	}
+	}, nil
 }
+
+// SetPayloadKind makes the decoder read the payload as kind whatever the
+// column's type OID says: for a domain over bytea or text, which the
+// catalog check resolves (outbox.KindOf).
+func (d *Decoder) SetPayloadKind(kind outbox.PayloadKind) { d.kind, d.kindSet = kind, true }
 
 // BorrowEvents makes Decode return the same Event every time, with a
 // Payload that aliases the message buffer: both are valid only until the
@@ -217,7 +252,8 @@ func (d *Decoder) insert(r *reader) (Item, error) {
 		return Item{}, malformed("insert tuple tag %q, want 'N'", tag)
 	}
 	d.vals = [numFields]value{}
-	if err := decodeTuple(r, rel, &d.vals); err != nil {
+	clear(d.extraVals)
+	if err := decodeTuple(r, rel, &d.vals, d.extraVals); err != nil {
 		return Item{}, err
 	}
 	e, err := d.event(rel, &d.vals)

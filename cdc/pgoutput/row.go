@@ -2,6 +2,7 @@ package pgoutput
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -26,7 +27,7 @@ type value struct {
 }
 
 // decodeTuple reads TupleData and keeps the columns the outbox needs.
-func decodeTuple(r *reader, rel *relation, vals *[numFields]value) error {
+func decodeTuple(r *reader, rel *relation, vals *[numFields]value, extras []value) error {
 	n := int(r.u16())
 	if !r.short && n != rel.ncols {
 		return &RowError{Relation: rel.name, Column: "*",
@@ -46,6 +47,9 @@ func decodeTuple(r *reader, rel *relation, vals *[numFields]value) error {
 		if f := rel.fields[i]; f != fieldNone {
 			vals[f] = v
 		}
+		if x := rel.extras[i]; x >= 0 {
+			extras[x] = v
+		}
 	}
 	return r.done("insert")
 }
@@ -59,16 +63,26 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 	}
 	id, err := uuid.ParseBytes(vals[fieldEventID].data)
 	if err != nil {
-		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldEventID],
+		return nil, &RowError{Relation: rel.name, Column: d.cols[fieldEventID],
 			AggregateType: string(vals[fieldAggregateType].data),
 			Reason:        fmt.Sprintf("%q is not a UUID", truncate(vals[fieldEventID].data))}
 	}
 	headers, err := d.headers(vals[fieldHeaders])
 	if err != nil {
-		return nil, &RowError{Relation: rel.name, Column: columnNames[fieldHeaders], EventID: id,
+		return nil, &RowError{Relation: rel.name, Column: d.cols[fieldHeaders], EventID: id,
 			AggregateType: string(vals[fieldAggregateType].data), Reason: err.Error()}
 	}
-	e, payload := &d.scratch, vals[fieldPayload].data
+	headers = d.extraHeaders(headers)
+	kind := rel.payloadKind
+	if d.kindSet {
+		kind = d.kind
+	}
+	payload, err := d.payload(vals[fieldPayload], kind)
+	if err != nil {
+		return nil, &RowError{Relation: rel.name, Column: d.cols[fieldPayload], EventID: id,
+			AggregateType: string(vals[fieldAggregateType].data), Reason: err.Error()}
+	}
+	e := &d.scratch
 	if !d.borrow {
 		e, payload = new(outbox.Event), bytes.Clone(payload)
 	}
@@ -78,14 +92,85 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 		AggregateID:   string(vals[fieldAggregateID].data),
 		EventType:     d.intern(vals[fieldEventType].data),
 		Payload:       payload,
+		PayloadKind:   kind,
+		NoPayload:     vals[fieldPayload].kind == tupleNull,
 		Headers:       headers,
 		CommitTime:    d.commitTime,
 	}
 	return e, nil
 }
 
+// payload is the payload column's bytes: bytea arrives in text format, as
+// \x and hex digits (bytea_output = 'hex', the default) or in the escape
+// format, and is decoded into a scratch buffer, which a borrowed event
+// aliases; other types as received. NULL (allowed only under the tombstone
+// policy) is nil.
+func (d *Decoder) payload(v value, kind outbox.PayloadKind) ([]byte, error) {
+	if v.kind == tupleNull || kind != outbox.PayloadBinary {
+		return v.data, nil
+	}
+	if len(v.data) < 2 || v.data[0] != '\\' || v.data[1] != 'x' {
+		return d.unescapeBytea(v.data)
+	}
+	hexDigits := v.data[2:]
+	n := hex.DecodedLen(len(hexDigits))
+	if cap(d.bytea) < n {
+		d.bytea = make([]byte, n)
+	}
+	d.bytea = d.bytea[:n]
+	if _, err := hex.Decode(d.bytea, hexDigits); err != nil {
+		return nil, fmt.Errorf("bytea value: %w", err)
+	}
+	return d.bytea, nil
+}
+
+// unescapeBytea decodes bytea's escape output format: \\ is a backslash,
+// \nnn an octal byte, anything else itself.
+func (d *Decoder) unescapeBytea(b []byte) ([]byte, error) {
+	out := d.bytea[:0]
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		switch {
+		case i+1 < len(b) && b[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(b) && isOctal(b[i+1]) && b[i+1] <= '3' && isOctal(b[i+2]) && isOctal(b[i+3]):
+			out = append(out, (b[i+1]-'0')<<6|(b[i+2]-'0')<<3|(b[i+3]-'0'))
+			i += 3
+		default:
+			return nil, fmt.Errorf("bytea value %q: invalid escape at byte %d", truncate(b), i)
+		}
+	}
+	d.bytea = out
+	return out, nil
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// extraHeaders adds the extra header columns of the row to headers: the
+// text of each non-NULL value, under its header name.
+func (d *Decoder) extraHeaders(headers map[string]string) map[string]string {
+	for i, x := range d.extras {
+		v := d.extraVals[i]
+		if v.kind != tupleText {
+			continue
+		}
+		if headers == nil {
+			headers = make(map[string]string, len(d.extras))
+		}
+		headers[x.Header] = string(v.data)
+	}
+	return headers
+}
+
 // checkRequired rejects a row whose required columns are absent, NULL,
-// unchanged-TOAST or binary. headers is optional: absent or NULL means none.
+// unchanged-TOAST or binary. headers is optional: absent or NULL means none;
+// so is an event type the mapping leaves out, and a NULL payload under the
+// tombstone policy.
 func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 	var id uuid.UUID
 	if v := vals[fieldEventID]; v.kind == tupleText {
@@ -96,17 +181,20 @@ func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 		}
 	}
 	for f := fieldEventID; f < numFields; f++ {
+		if d.cols[f] == "" {
+			continue
+		}
 		reason := ""
 		switch vals[f].kind {
 		case tupleText:
 			continue
 		case 0:
-			if f == fieldHeaders {
+			if d.optional(f) {
 				continue
 			}
 			reason = "column is missing from the relation"
 		case tupleNull:
-			if f == fieldHeaders {
+			if d.optional(f) || f == fieldPayload && d.tombstone {
 				continue
 			}
 			reason = "value is NULL"
@@ -115,7 +203,7 @@ func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 		case tupleBinary:
 			reason = "value is in binary format"
 		}
-		re := &RowError{Relation: rel.name, Column: columnNames[f], EventID: id, Reason: reason}
+		re := &RowError{Relation: rel.name, Column: d.cols[f], EventID: id, Reason: reason}
 		if v := vals[fieldAggregateType]; v.kind == tupleText {
 			re.AggregateType = string(v.data)
 		}

@@ -36,23 +36,29 @@ type relayFlags struct {
 	createTopics    bool
 	compression     string
 	maxMessageBytes int
+	mapping         mappingFlags
 }
 
 func (f *relayFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	f.pg.register(cmd)
 	f.kafka.register(cmd)
-	fs.StringVar(&f.topicPrefix, "topic-prefix", "", "prefix of every topic name (topic = prefix + aggregate_type)")
+	fs.StringVar(&f.topicPrefix, "topic-prefix", "", "prefix of every topic name (topic = prefix + aggregate_type, or the --outbox-column-topic value; preset debezium: outbox.event.)")
 	fs.Int32Var(&f.partitions, "topic-partitions", cdc.DefaultTopicPartitions, "partitions of topics the relay creates")
 	fs.Int16Var(&f.replication, "topic-replication-factor", cdc.DefaultTopicReplicationFactor, "replication factor of topics the relay creates; -1: the broker's default.replication.factor (Kafka 2.4 or later)")
 	fs.IntVar(&f.minInsync, "topic-min-insync-replicas", 0, "min.insync.replicas of topics the relay creates; 0: the broker's default (set 2 on a cluster of 3 or more brokers)")
 	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false events to a missing topic go to outbox_rejected")
 	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
+	f.mapping.register(cmd, true)
 }
 
-func (f *relayFlags) config() (cdc.Config, error) {
+func (f *relayFlags) config(cmd *cobra.Command) (cdc.Config, error) {
 	if err := f.pg.validate(); err != nil {
+		return cdc.Config{}, err
+	}
+	m, prefix, err := f.mapping.mapping(cmd)
+	if err != nil {
 		return cdc.Config{}, err
 	}
 	cfg := cdc.DefaultConfig()
@@ -63,6 +69,10 @@ func (f *relayFlags) config() (cdc.Config, error) {
 	}
 	cfg.Kafka = kc
 	cfg.TopicPrefix = f.topicPrefix
+	if prefix != nil {
+		cfg.TopicPrefix = *prefix
+	}
+	cfg.Mapping, cfg.OutboxTable = m, m.Table
 	cfg.TopicPartitions = f.partitions
 	cfg.TopicReplicationFactor = f.replication
 	cfg.TopicMinInsyncReplicas = f.minInsync
@@ -78,7 +88,6 @@ func newCDCRunCmd() *cobra.Command {
 		rc                replicationCheckFlags
 		lf                logFlags
 		slot, publication string
-		outboxTable       string
 		maxEvents         int
 		maxBytes          int64
 		heartbeat         time.Duration
@@ -110,7 +119,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if err != nil {
 				return err
 			}
-			cfg, err := rf.config()
+			cfg, err := rf.config(cmd)
 			if err != nil {
 				return err
 			}
@@ -118,7 +127,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if err != nil {
 				return err
 			}
-			cfg.Slot, cfg.Publication, cfg.OutboxTable = slot, publication, outboxTable
+			cfg.Slot, cfg.Publication = slot, publication
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
 			cfg.ReceiveTimeout = receiveTimeout
@@ -160,7 +169,6 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 	fs := cmd.Flags()
 	fs.StringVar(&slot, "slot", cdc.DefaultSlot, "logical replication slot (created when missing)")
 	fs.StringVar(&publication, "publication", cdc.DefaultPublication, "publication of the outbox table (created by eventforge migrate)")
-	fs.StringVar(&outboxTable, "outbox-table", cdc.DefaultOutboxTable, "schema.table of the outbox")
 	fs.IntVar(&maxEvents, "max-in-flight-events", cdc.DefaultMaxInFlightEvents, "events produced but not yet acknowledged before the relay stops reading")
 	fs.Int64Var(&maxBytes, "max-in-flight-bytes", cdc.DefaultMaxInFlightBytes, "bytes of events produced but not yet acknowledged before the relay stops reading")
 	fs.DurationVar(&heartbeat, "heartbeat-interval", cdc.DefaultHeartbeatInterval, "interval of heartbeat messages that keep the slot moving while the outbox is quiet; 0 disables")

@@ -53,7 +53,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 					return fmt.Errorf("--until %s is not after --since %s", until, since)
 				}
 			}
-			cfg, err := rf.config()
+			cfg, err := rf.config(cmd)
 			if err != nil {
 				return err
 			}

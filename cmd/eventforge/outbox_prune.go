@@ -17,6 +17,7 @@ func newOutboxPruneCmd() *cobra.Command {
 	var (
 		pg  pgFlags
 		lf  logFlags
+		mf  mappingFlags
 		cfg prune.Config
 	)
 	cmd := &cobra.Command{
@@ -44,6 +45,11 @@ slot is then impossible.`,
 			if err != nil {
 				return err
 			}
+			m, _, err := mf.mapping(cmd)
+			if err != nil {
+				return err
+			}
+			cfg.Mapping, cfg.OutboxTable = m, m.Table
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
@@ -66,7 +72,7 @@ slot is then impossible.`,
 	fs.IntVar(&cfg.BatchSize, "batch-size", prune.DefaultBatchSize, "most rows one DELETE transaction removes")
 	fs.BoolVar(&cfg.DryRun, "dry-run", false, "check and count, delete nothing")
 	fs.DurationVar(&cfg.RelayWait, "relay-wait", prune.DefaultRelayWait, "how long to wait for every relay slot to confirm the current WAL position")
-	fs.StringVar(&cfg.OutboxTable, "outbox-table", prune.DefaultOutboxTable, "schema.table of the outbox")
+	mf.register(cmd, false)
 	annotateEnv(cmd)
 	return cmd
 }

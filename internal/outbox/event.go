@@ -35,7 +35,9 @@ type Event struct {
 	AggregateType string // routes to the Kafka topic
 	AggregateID   string // the Kafka key
 	EventType     string
-	Payload       []byte            // JSON text
+	Payload       []byte            // JSON text, other text, or bytes: see PayloadKind
+	PayloadKind   PayloadKind       // what Payload holds; zero: JSON
+	NoPayload     bool              // a NULL payload under the tombstone policy: a record without a value
 	Headers       map[string]string // the string entries of the headers column
 	CommitTime    time.Time         // the transaction's commit time; zero when unknown
 }
@@ -43,3 +45,14 @@ type Event struct {
 // Topic is the Kafka topic the event goes to: the aggregate type behind an
 // optional prefix.
 func (e *Event) Topic(prefix string) string { return prefix + e.AggregateType }
+
+// PayloadKind says what an event's payload holds, from the payload column's
+// type.
+type PayloadKind uint8
+
+// Payload kinds.
+const (
+	PayloadJSON   PayloadKind = iota // json or jsonb: compacted JSON text
+	PayloadText                      // text or varchar: produced as is
+	PayloadBinary                    // bytea: produced byte for byte
+)

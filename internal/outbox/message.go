@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
@@ -53,6 +54,8 @@ type Record struct {
 type Builder struct {
 	prefix string
 	topics map[string]string // aggregate type -> topic
+	format string            // FormatEventForge when empty
+	source string            // ce_source of FormatCloudEvents
 }
 
 // maxCachedTopics bounds the topic cache; past it names are built per event.
@@ -66,7 +69,19 @@ func NewBuilder(topicPrefix string) *Builder {
 // Build fills r with the record of e, as Message does. The record does not
 // alias e, whose buffers the caller may reuse.
 func (b *Builder) Build(r *Record, e *Event) error {
+	switch b.format {
+	case FormatCloudEvents:
+		return r.buildCloudEvents(e, b.Topic(e), b.source)
+	case FormatDebezium:
+		return r.buildDebezium(e, b.Topic(e))
+	}
 	return r.build(e, b.Topic(e))
+}
+
+// WithFormat makes b write records in the mapping's record format.
+func (b *Builder) WithFormat(m *Mapping) *Builder {
+	b.format, b.source = m.Format, m.CloudEventsSource
+	return b
 }
 
 // Topic is e's topic, from the cache when it can.
@@ -113,12 +128,34 @@ func (r *Record) build(e *Event, topic string) error {
 		buf, hv = appendPart(buf, e.Headers[k])
 		hs = append(hs, sarama.RecordHeader{Key: hk, Value: hv})
 	}
-	// Compaction never lengthens JSON, so it stays inside buf's capacity.
-	value := bytes.NewBuffer(buf[len(buf):len(buf)])
-	if err := json.Compact(value, e.Payload); err != nil {
-		return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+	if err := r.setValue(buf, e); err != nil {
+		return err
 	}
-	r.value = value.Bytes()
+	r.setMsg(e, topic, hs)
+	return nil
+}
+
+// setValue appends the payload to buf as the record's value: JSON compacted
+// (compaction never lengthens JSON, so it stays inside buf's capacity), text
+// and bytes as they are.
+func (r *Record) setValue(buf []byte, e *Event) error {
+	switch {
+	case e.NoPayload:
+		r.value = nil
+	case e.PayloadKind != PayloadJSON:
+		r.value = append(buf[len(buf):len(buf)], e.Payload...) // within capacity
+	default:
+		value := bytes.NewBuffer(buf[len(buf):len(buf)])
+		if err := json.Compact(value, e.Payload); err != nil {
+			return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+		}
+		r.value = value.Bytes()
+	}
+	return nil
+}
+
+// setMsg fills r.Msg; a NoPayload event gets no value (a tombstone).
+func (r *Record) setMsg(e *Event, topic string, hs []sarama.RecordHeader) {
 	r.Msg = sarama.ProducerMessage{
 		Topic:     topic,
 		Key:       &r.key, // pointers into r: no allocation per interface value
@@ -126,7 +163,9 @@ func (r *Record) build(e *Event, topic string) error {
 		Headers:   hs,
 		Timestamp: e.CommitTime,
 	}
-	return nil
+	if e.NoPayload {
+		r.Msg.Value = nil
+	}
 }
 
 // appendPart appends s to buf and returns it as its own capped slice.
@@ -198,10 +237,16 @@ var ErrMalformed = errors.New("malformed event")
 // Parse reads an event back from a consumed record: the id, type and aggregate
 // type from the headers, the aggregate id from the key, the payload from the
 // value. Other headers are returned in Headers. Errors wrap ErrMalformed.
+//
+// Records in CloudEvents' binary content mode are accepted too (ce_id and
+// ce_type stand for event_id and event_type), and so are records of
+// Debezium's outbox event router (header id). The payload must be JSON
+// unless a content-type header names another media type.
 func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 	e := &Event{AggregateID: string(key), Payload: value}
 	var idText []byte
-	var haveID bool
+	var haveID, haveType bool
+	contentType := ""
 	for _, h := range headers {
 		if h == nil {
 			continue
@@ -211,26 +256,84 @@ func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 		case HeaderEventID:
 			idText, haveID = h.Value, true
 		case HeaderEventType:
-			e.EventType = string(h.Value)
+			e.EventType, haveType = string(h.Value), true
 		case HeaderAggregateType:
 			e.AggregateType = string(h.Value)
 		default:
+			if string(h.Key) == HeaderContentType {
+				contentType = string(h.Value)
+			}
 			if e.Headers == nil {
 				e.Headers = make(map[string]string)
 			}
 			e.Headers[string(h.Key)] = string(h.Value)
 		}
 	}
+	if !haveType {
+		if t, ok := e.Headers[HeaderCEType]; ok {
+			e.EventType = t
+			delete(e.Headers, HeaderCEType)
+		}
+	}
 	if !haveID {
-		return nil, fmt.Errorf("%w: no %s header", ErrMalformed, HeaderEventID)
+		for _, alt := range []string{HeaderCEID, HeaderDebeziumID} {
+			if v, ok := e.Headers[alt]; ok {
+				idText, haveID = []byte(v), true
+				delete(e.Headers, alt)
+				break
+			}
+		}
+	}
+	if !haveID {
+		return nil, fmt.Errorf("%w: no %s header (nor %s or %s)", ErrMalformed, HeaderEventID, HeaderCEID, HeaderDebeziumID)
 	}
 	id, err := uuid.ParseBytes(idText)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s header %q is not a UUID", ErrMalformed, HeaderEventID, idText)
+		return nil, fmt.Errorf("%w: event id header %q is not a UUID", ErrMalformed, idText)
 	}
 	e.ID = id
-	if !json.Valid(value) {
-		return nil, fmt.Errorf("%w: payload is not JSON", ErrMalformed)
+	if isJSONType(contentType) {
+		if !json.Valid(value) {
+			return nil, fmt.Errorf("%w: payload is not JSON", ErrMalformed)
+		}
+	} else {
+		e.PayloadKind = PayloadBinary
 	}
 	return e, nil
+}
+
+// EventIDHeader is the event id header of a consumed record as Parse reads
+// it: the last event_id, else the last ce_id (CloudEvents), else the last id
+// (Debezium's router). ok is false when there is none.
+func EventIDHeader(headers []*sarama.RecordHeader) (id string, ok bool) {
+	best := 3
+	for _, h := range headers {
+		if h == nil {
+			continue
+		}
+		rank := 3
+		switch string(h.Key) {
+		case HeaderEventID:
+			rank = 0
+		case HeaderCEID:
+			rank = 1
+		case HeaderDebeziumID:
+			rank = 2
+		}
+		if rank <= best && rank < 3 {
+			id, best, ok = string(h.Value), rank, true
+		}
+	}
+	return id, ok
+}
+
+// isJSONType reports whether a content-type header value (empty: none, the
+// contract's JSON) names JSON.
+func isJSONType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == ContentTypeJSON || strings.HasSuffix(mt, "+json")
 }

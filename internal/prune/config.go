@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // Defaults of Config, also the defaults of `outbox prune`'s flags.
@@ -35,6 +37,9 @@ type Config struct {
 	RelayWait time.Duration
 	// OutboxTable is schema.table of the outbox.
 	OutboxTable string
+	// Mapping names the outbox's event id and created-at columns (and its
+	// table, which wins over OutboxTable when set); zero: the contract's.
+	Mapping outbox.Mapping
 	// Poll is the interval of slot readings while waiting.
 	Poll time.Duration
 }
@@ -67,8 +72,10 @@ func (c Config) Validate() error {
 	case c.RelayWait < 0:
 		return errors.New("--relay-wait must not be negative")
 	}
-	_, err := tableIdent(c.OutboxTable)
-	return err
+	if _, err := tableIdent(c.OutboxTable); err != nil {
+		return err
+	}
+	return c.mapping().Validate()
 }
 
 // tableIdent parses "table" or "schema.table" into a quoted identifier.
@@ -83,4 +90,19 @@ func tableIdent(name string) (string, error) {
 		}
 	}
 	return pgx.Identifier(parts).Sanitize(), nil
+}
+
+// mapping is the outbox mapping pruned: Mapping, or the contract's on
+// OutboxTable.
+func (c Config) mapping() outbox.Mapping {
+	m := c.Mapping
+	if m.EventID == "" && m.Topic == "" && m.Key == "" && m.Payload == "" {
+		table := m.Table
+		m = outbox.DefaultMapping()
+		m.Table = table
+	}
+	if m.Table == "" {
+		m.Table = c.OutboxTable
+	}
+	return m
 }

@@ -42,25 +42,36 @@ func Run(ctx context.Context, db DB, cfg Config, log *slog.Logger) (Result, erro
 		return Result{}, err
 	}
 	cfg = cfg.withDefaults()
-	table, _ := tableIdent(cfg.OutboxTable)
+	cat, err := cfg.mapping().Check(ctx, db)
+	if err != nil {
+		return Result{}, err
+	}
+	createdAt, err := cat.CreatedAtColumn("outbox prune")
+	if err != nil {
+		return Result{}, err
+	}
+	table, id := cat.QuotedTable(), pgx.Identifier{cat.EventID}.Sanitize()
+	rejectedID := "r.event_id"
+	if cat.Types[cat.EventID] != "uuid" {
+		rejectedID = "r.event_id::text"
+	}
 
 	var res Result
-	var err error
 	res.Cutoff, res.Slots, err = guard(ctx, db, cfg)
 	if err != nil {
 		return res, err
 	}
-	eligible := fmt.Sprintf(`FROM %s o WHERE o.created_at < $1
-		AND NOT EXISTS (SELECT 1 FROM outbox_rejected r WHERE r.event_id = o.event_id)`, table)
+	eligible := fmt.Sprintf(`FROM %s o WHERE o.%s < $1
+		AND NOT EXISTS (SELECT 1 FROM outbox_rejected r WHERE %s = o.%s)`, table, createdAt, rejectedID, id)
 	if cfg.DryRun {
 		err := db.QueryRow(ctx, "SELECT count(*) "+eligible, res.Cutoff).Scan(&res.Deleted)
 		if err != nil {
 			return res, fmt.Errorf("count outbox rows: %w", err)
 		}
-		return res, countKept(ctx, db, table, &res, true)
+		return res, countKept(ctx, db, table, createdAt, &res, true)
 	}
-	del := fmt.Sprintf(`DELETE FROM %s WHERE event_id IN (
-		SELECT o.event_id %s ORDER BY o.created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, table, eligible)
+	del := fmt.Sprintf(`DELETE FROM %s WHERE %s IN (
+		SELECT o.%s %s ORDER BY o.%s LIMIT $2 FOR UPDATE SKIP LOCKED)`, table, id, id, eligible, createdAt)
 	for {
 		tag, err := db.Exec(ctx, del, res.Cutoff, cfg.BatchSize)
 		if err != nil {
@@ -74,13 +85,13 @@ func Run(ctx context.Context, db DB, cfg Config, log *slog.Logger) (Result, erro
 		res.Batches++
 		log.Debug("pruned outbox batch", "rows", n, "total", res.Deleted)
 	}
-	return res, countKept(ctx, db, table, &res, false)
+	return res, countKept(ctx, db, table, createdAt, &res, false)
 }
 
 // countKept counts the rows older than the cutoff that stay: all of them
 // minus, in a dry run, those that would go.
-func countKept(ctx context.Context, db DB, table string, res *Result, dry bool) error {
-	err := db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE created_at < $1", table), res.Cutoff).Scan(&res.Kept)
+func countKept(ctx context.Context, db DB, table, createdAt string, res *Result, dry bool) error {
+	err := db.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s < $1", table, createdAt), res.Cutoff).Scan(&res.Kept)
 	if err != nil {
 		return fmt.Errorf("count kept outbox rows: %w", err)
 	}

@@ -12,8 +12,18 @@ CREATE TABLE IF NOT EXISTS outbox (
     created_at     timestamptz NOT NULL DEFAULT now()
 );
 
--- Pruning and republishing select by age.
-CREATE INDEX IF NOT EXISTS outbox_created_at_idx ON outbox (created_at);
+-- Pruning and republishing select by age. An outbox table that existed
+-- before EventForge (a Debezium-shaped one, read through the relay's
+-- --outbox-preset or --outbox-column-* flags) may have no created_at: then
+-- it gets no index, and stays as it is.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute
+               WHERE attrelid = 'outbox'::regclass AND attname = 'created_at' AND NOT attisdropped) THEN
+        CREATE INDEX IF NOT EXISTS outbox_created_at_idx ON outbox (created_at);
+    END IF;
+END
+$$;
 
 CREATE TABLE IF NOT EXISTS processed_events (
     consumer     text NOT NULL,

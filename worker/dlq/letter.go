@@ -103,14 +103,13 @@ func Decode(m *sarama.ConsumerMessage) Letter {
 		Key: m.Key, Value: m.Value,
 		Attempts: -1, OriginalPartition: -1, OriginalOffset: -1,
 	}
+	l.EventID, _ = outbox.EventIDHeader(m.Headers) // event_id, ce_id or id
 	for _, h := range m.Headers {
 		if h == nil {
 			continue
 		}
 		v := string(h.Value)
 		switch string(h.Key) {
-		case outbox.HeaderEventID:
-			l.EventID = v
 		case outbox.HeaderDLQError:
 			l.Error = v
 		case outbox.HeaderDLQAttempts:

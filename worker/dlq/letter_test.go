@@ -157,3 +157,14 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeCloudEventsLetter(t *testing.T) {
+	id := uuid.NewString()
+	l := Decode(&sarama.ConsumerMessage{Topic: "x.dlq", Headers: []*sarama.RecordHeader{
+		{Key: []byte(outbox.HeaderCEID), Value: []byte(id)},
+		{Key: []byte(outbox.HeaderCEType), Value: []byte("order.created")},
+	}})
+	if l.EventID != id || !l.ValidID {
+		t.Errorf("Decode = %+v, want event id %s from ce_id", l, id)
+	}
+}
