@@ -138,3 +138,29 @@ func TestWorkersPerConsumer(t *testing.T) {
 func TestHandlersFileIsTheDemoHandlers(t *testing.T) {
 	mustEqualFiles(t, "../../handlers/orders.yaml", chartDir+"/files/orders.yaml")
 }
+
+// TestAPIServiceAndProbes: with api.enabled the API gets a Service on its
+// http port selecting only API pods, readiness on /readyz, and its own
+// PodDisruptionBudget; without it nothing of the API renders.
+func TestAPIServiceAndProbes(t *testing.T) {
+	if r := render(t, nil); strings.Contains(r.summary(), "-api") {
+		t.Errorf("API objects without api.enabled: %s", r.summary())
+	}
+	r := render(t, []string{hardenedValues})
+	svc := r.find(t, "Service", "eventforge-api")
+	if get(map[string]any(svc), "spec", "ports", 0, "targetPort") != "http" || get(map[string]any(svc), "spec", "ports", 0, "port") != float64(80) {
+		t.Errorf("API Service ports %v", get(map[string]any(svc), "spec", "ports"))
+	}
+	if get(map[string]any(svc), "spec", "selector", "app.kubernetes.io/component") != "api" {
+		t.Errorf("API Service selector %v", get(map[string]any(svc), "spec", "selector"))
+	}
+	d := r.find(t, "Deployment", "eventforge-api")
+	c := container(d)
+	if get(c, "readinessProbe", "httpGet", "path") != "/readyz" || get(c, "ports", 0, "name") != "http" {
+		t.Errorf("API container probes/ports: %v %v", c["readinessProbe"], c["ports"])
+	}
+	if env := envOf(c); env["EVENTFORGE_HTTP_ADDR"] != "0.0.0.0:8080" || env["EVENTFORGE_METRICS_ADDR"] != "0.0.0.0:9090" {
+		t.Errorf("API addresses %v", env)
+	}
+	r.find(t, "PodDisruptionBudget", "eventforge-api")
+}

@@ -155,3 +155,19 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// TestValuesSchemaRejectsMistakes: values.schema.json turns a misspelt key
+// or a wrong type into an error instead of a silently ignored setting.
+func TestValuesSchemaRejectsMistakes(t *testing.T) {
+	for _, set := range []string{
+		`relay.replica=3`,
+		`relay.replicas="two"`,
+		`kafka.sasl.mechanism="SCRAM"`,
+		`workers=[{"name":"orders","group":"g"}]`,
+		`relay.env={"PG_URL":"x"}`,
+	} {
+		if _, err := renderErr(nil, set); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("--set-json %s: %v, want a schema error", set, err)
+		}
+	}
+}
