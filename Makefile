@@ -115,15 +115,19 @@ image:
 # helm template of deploy/helm/eventforge through the Helm library, unit
 # tests of the templates, every rendered object validated against the
 # Kubernetes 1.30 and 1.37 schemas (kubernetes-validate from PyPI, pinned,
-# in .eventforge/kubevalidate), the compose file through compose-go, and
-# the image of `make image` inspected.
+# in .eventforge/kubevalidate), the compose file through compose-go, the
+# image of `make image` inspected, and the chart's migration Job and relay
+# pair run as processes (the image's binary, the rendered args and env)
+# against the local services: readiness of the standby, failover on
+# SIGTERM. -mod=mod: deploy/k8s uses the product module through a replace,
+# so a dependency added to go.mod is picked up without a manual tidy.
 KUBE_VALIDATE_VERSION := 1.37.0
 KUBE_VALIDATE := .eventforge/kubevalidate/bin/kubernetes-validate
 helm-check: image
 	@deploy/k8s/kubevalidate.sh $(KUBE_VALIDATE_VERSION) .eventforge/kubevalidate
-	@cd deploy/k8s && $(GO) vet ./...
-	@mkdir -p .eventforge; cd deploy/k8s && EVENTFORGE_KUBE_VALIDATE=$(CURDIR)/$(KUBE_VALIDATE) \
+	@cd deploy/k8s && $(GO) vet -mod=mod ./...
+	@mkdir -p .eventforge; cd deploy/k8s && GOFLAGS="$(GOFLAGS) -mod=mod" EVENTFORGE_KUBE_VALIDATE=$(CURDIR)/$(KUBE_VALIDATE) \
 		EVENTFORGE_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) EVENTFORGE_VERSION="$(VERSION)" \
 		$(GO) test -count=1 -v ./... >$(CURDIR)/.eventforge/helm-check.log 2>&1; rc=$$?; \
 		if [ $$rc -ne 0 ]; then cat $(CURDIR)/.eventforge/helm-check.log; exit $$rc; fi; \
-		grep -E '^ok|schema validation:|helm template|: image ' $(CURDIR)/.eventforge/helm-check.log
+		grep -E '^ok|schema validation:|helm template|: image |standby ' $(CURDIR)/.eventforge/helm-check.log

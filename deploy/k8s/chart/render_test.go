@@ -4,23 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v4/pkg/action"
-	"helm.sh/helm/v4/pkg/chart/common"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli/values"
 	"helm.sh/helm/v4/pkg/getter"
-	kubefake "helm.sh/helm/v4/pkg/kube/fake"
-	release "helm.sh/helm/v4/pkg/release/v1"
-	"helm.sh/helm/v4/pkg/storage"
-	"helm.sh/helm/v4/pkg/storage/driver"
-	"sigs.k8s.io/yaml"
+
+	"github.com/eventforge/eventforge/deploy/k8s/helmrender"
 )
 
 // chartDir is the chart, relative to this package.
@@ -58,85 +51,23 @@ func render(t *testing.T, files []string, sets ...string) rendering {
 }
 
 func renderErr(files []string, sets ...string) (rendering, error) {
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		return rendering{}, fmt.Errorf("load chart: %w", err)
-	}
-	opts := values.Options{ValueFiles: files, JSONValues: sets}
-	vals, err := opts.MergeValues(getter.Providers{})
-	if err != nil {
-		return rendering{}, fmt.Errorf("merge values: %w", err)
-	}
-	kv, err := common.ParseKubeVersion(kubeVersion)
+	r, err := helmrender.Render(helmrender.Options{Chart: chartDir, ValueFiles: files, Sets: sets, KubeVersion: kubeVersion})
 	if err != nil {
 		return rendering{}, err
 	}
-	cfg := action.NewConfiguration()
-	cfg.Releases = storage.Init(driver.NewMemory())
-	cfg.KubeClient = &kubefake.PrintingKubeClient{Out: io.Discard}
-	cfg.Capabilities = common.DefaultCapabilities
-	install := action.NewInstall(cfg)
-	install.DryRunStrategy = action.DryRunClient
-	install.ReleaseName = "eventforge"
-	install.Namespace = "eventforge"
-	install.Replace = true
-	install.KubeVersion = kv
-	rel, err := install.Run(ch, vals)
-	if err != nil {
-		return rendering{}, err
+	objs := make([]object, len(r.Objects))
+	for i, o := range r.Objects {
+		objs[i] = o
 	}
-	r, ok := rel.(*release.Release)
-	if !ok {
-		return rendering{}, fmt.Errorf("release of type %T", rel)
-	}
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(r.Manifest))
-	b.WriteString("\n")
-	for _, h := range r.Hooks {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
-	}
-	objs, err := splitObjects(b.String())
-	if err != nil {
-		return rendering{}, err
-	}
-	return rendering{manifest: b.String(), objects: objs}, nil
+	return rendering{manifest: r.Manifest, objects: objs}, nil
 }
 
-// splitObjects parses a multi-document manifest; empty documents are skipped.
-func splitObjects(manifest string) ([]object, error) {
-	var objs []object
-	for i, doc := range strings.Split(manifest, "\n---") {
-		var o object
-		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-			return nil, fmt.Errorf("document %d: %w\n%s", i, err, doc)
-		}
-		if len(o) > 0 {
-			objs = append(objs, o)
-		}
-	}
-	return objs, nil
-}
-
-// get walks maps and lists (an int key indexes a list) and returns nil for
-// a missing step.
+// get is helmrender.Get.
 func get(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil
-			}
-			v = m[k]
-		case int:
-			l, ok := v.([]any)
-			if !ok || k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
+	if o, ok := v.(object); ok {
+		v = map[string]any(o)
 	}
-	return v
+	return helmrender.Get(v, path...)
 }
 
 // find returns the one object of kind and name, failing the test otherwise.

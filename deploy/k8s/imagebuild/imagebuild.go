@@ -244,3 +244,37 @@ func layer(mtime time.Time, entries []entry) (v1.Layer, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 }
+
+// ReadFile returns the content of path (relative, e.g. "eventforge") in the
+// flattened file system of img.
+func ReadFile(img v1.Image, path string) ([]byte, error) {
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Name == path {
+			return io.ReadAll(tr)
+		}
+	}
+}
+
+// ExtractBinary writes the entrypoint of the image tarball at tarPath to
+// dst (mode 0755), for running it outside a container.
+func ExtractBinary(tarPath, dst string) error {
+	img, err := tarball.ImageFromPath(tarPath, nil)
+	if err != nil {
+		return err
+	}
+	b, err := ReadFile(img, Entrypoint[1:])
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}

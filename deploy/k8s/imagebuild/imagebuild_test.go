@@ -37,22 +37,11 @@ func files(t *testing.T, img v1.Image) map[string]*tar.Header {
 // readFile returns the content of path in img.
 func readFile(t *testing.T, img v1.Image, path string) []byte {
 	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("%s not in the image: %v", path, err)
-		}
-		if h.Name == path {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
+	b, err := ReadFile(img, path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return b
 }
 
 // TestBuildWritesANonRootImage builds an image around a stand-in binary and
