@@ -130,4 +130,4 @@ helm-check: image
 		EVENTFORGE_IMAGE_TAR=$(CURDIR)/$(IMAGE_TAR) EVENTFORGE_VERSION="$(VERSION)" \
 		$(GO) test -count=1 -v ./... >$(CURDIR)/.eventforge/helm-check.log 2>&1; rc=$$?; \
 		if [ $$rc -ne 0 ]; then cat $(CURDIR)/.eventforge/helm-check.log; exit $$rc; fi; \
-		grep -E '^ok|schema validation:|helm template|: image |standby ' $(CURDIR)/.eventforge/helm-check.log
+		grep -E '^ok|schema validation:|helm template|: image |standby |order ' $(CURDIR)/.eventforge/helm-check.log

@@ -62,61 +62,141 @@ type workload struct {
 	args []string
 	env  []string
 	obj  map[string]any
+	// addrs maps each listening address of the pod (0.0.0.0:port) to the
+	// free loopback address the process gets instead.
+	addrs map[string]string
 }
 
-// container finds the first container of kind/name and resolves its env:
-// secretKeyRefs from the rendered Secrets, the metrics address to a free
-// loopback port (a pod has its own network namespace; processes do not).
-func container(t *testing.T, r helmrender.Rendering, kind, name string) (workload, string) {
-	t.Helper()
-	secrets := map[string]map[string]any{}
-	var obj map[string]any
+// rendered indexes the objects of a rendering by kind and name.
+type rendered map[string]map[string]any
+
+func index(r helmrender.Rendering) rendered {
+	out := rendered{}
 	for _, o := range r.Objects {
 		n, _ := helmrender.Get(o, "metadata", "name").(string)
-		switch o["kind"] {
-		case "Secret":
-			secrets[n], _ = o["data"].(map[string]any)
-		case kind:
-			if n == name {
-				obj = o
-			}
-		}
+		out[fmt.Sprint(o["kind"], "/", n)] = o
 	}
+	return out
+}
+
+// container turns the first container of kind/name into a process the way
+// the kubelet would run it: secretKeyRefs resolved from the rendered
+// Secrets; Secret, ConfigMap and emptyDir volumes written to a temporary
+// directory, and environment values under a mount path pointed there;
+// every 0.0.0.0 listening address moved to a free loopback port (a pod has
+// its own network namespace, processes share one).
+func container(t *testing.T, r helmrender.Rendering, kind, name string) workload {
+	t.Helper()
+	objs := index(r)
+	obj := objs[kind+"/"+name]
 	if obj == nil {
 		t.Fatalf("no %s %s", kind, name)
 	}
-	c := helmrender.Get(obj, "spec", "template", "spec", "containers", 0)
-	w := workload{name: name, obj: obj}
+	spec := helmrender.Get(obj, "spec", "template", "spec")
+	c := helmrender.Get(spec, "containers", 0)
+	w := workload{name: name, obj: obj, addrs: map[string]string{}}
 	for _, a := range helmrender.Get(c, "args").([]any) {
 		w.args = append(w.args, a.(string))
 	}
-	metricsAddr := ""
+	mounts := mountVolumes(t, objs, spec, c)
 	for _, e := range helmrender.Get(c, "env").([]any) {
 		k := helmrender.Get(e, "name").(string)
 		v, isValue := helmrender.Get(e, "value").(string)
 		if !isValue {
 			ref := helmrender.Get(e, "valueFrom", "secretKeyRef")
-			data := secrets[helmrender.Get(ref, "name").(string)]
-			enc, ok := data[helmrender.Get(ref, "key").(string)].(string)
-			if !ok {
-				t.Fatalf("%s: %s refers to a Secret the chart did not render: %v", name, k, ref)
-			}
-			b, err := base64.StdEncoding.DecodeString(enc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v = string(b)
+			v = string(secretData(t, objs, helmrender.Get(ref, "name").(string))[helmrender.Get(ref, "key").(string)])
 		}
-		if k == "EVENTFORGE_METRICS_ADDR" {
-			if v != "0.0.0.0:9090" {
-				t.Errorf("%s: metrics address %q, want the pod's port 9090", name, v)
+		if strings.HasPrefix(v, "0.0.0.0:") {
+			w.addrs[v] = testenv.FreeAddr(t)
+			v = w.addrs[v]
+		}
+		for mountPath, dir := range mounts {
+			if strings.HasPrefix(v, mountPath+"/") {
+				v = dir + strings.TrimPrefix(v, mountPath)
 			}
-			metricsAddr = testenv.FreeAddr(t)
-			v = metricsAddr
 		}
 		w.env = append(w.env, k+"="+v)
 	}
-	return w, metricsAddr
+	return w
+}
+
+// secretData decodes a Secret the chart rendered; one it only names (an
+// existing Secret) fails the test.
+func secretData(t *testing.T, objs rendered, name string) map[string][]byte {
+	t.Helper()
+	s := objs["Secret/"+name]
+	if s == nil {
+		t.Fatalf("Secret %s is not rendered by the chart", name)
+	}
+	out := map[string][]byte{}
+	data, _ := s["data"].(map[string]any)
+	for k, v := range data {
+		b, err := base64.StdEncoding.DecodeString(v.(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = b
+	}
+	return out
+}
+
+// mountVolumes writes each mounted volume into a directory and returns
+// mount path -> directory.
+func mountVolumes(t *testing.T, objs rendered, spec, c any) map[string]string {
+	t.Helper()
+	volumes := map[string]any{}
+	for _, v := range helmrender.Get(spec, "volumes").([]any) {
+		volumes[helmrender.Get(v, "name").(string)] = v
+	}
+	out := map[string]string{}
+	mounts, _ := helmrender.Get(c, "volumeMounts").([]any)
+	for _, m := range mounts {
+		v := volumes[helmrender.Get(m, "name").(string)]
+		dir := t.TempDir()
+		out[helmrender.Get(m, "mountPath").(string)] = dir
+		var files map[string][]byte
+		var items any
+		switch {
+		case helmrender.Get(v, "emptyDir") != nil:
+			continue
+		case helmrender.Get(v, "secret") != nil:
+			files = secretData(t, objs, helmrender.Get(v, "secret", "secretName").(string))
+			items = helmrender.Get(v, "secret", "items")
+		case helmrender.Get(v, "configMap") != nil:
+			name := helmrender.Get(v, "configMap", "name").(string)
+			cm := objs["ConfigMap/"+name]
+			if cm == nil {
+				t.Fatalf("ConfigMap %s is not rendered by the chart", name)
+			}
+			files = map[string][]byte{}
+			for k, d := range cm["data"].(map[string]any) {
+				files[k] = []byte(d.(string))
+			}
+			items = helmrender.Get(v, "configMap", "items")
+		default:
+			t.Fatalf("volume %v: unknown kind", v)
+		}
+		paths := map[string]string{}
+		if list, ok := items.([]any); ok {
+			for _, it := range list {
+				paths[helmrender.Get(it, "key").(string)] = helmrender.Get(it, "path").(string)
+			}
+		} else {
+			for k := range files {
+				paths[k] = k
+			}
+		}
+		for key, path := range paths {
+			b, ok := files[key]
+			if !ok {
+				t.Fatalf("volume %v: no key %s", v, key)
+			}
+			if err := os.WriteFile(filepath.Join(dir, path), b, 0o440); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return out
 }
 
 // proc is one running replica.
@@ -127,8 +207,13 @@ type proc struct {
 	done   chan error
 }
 
-func start(t *testing.T, bin string, w workload, addr string) *proc {
+// start runs w; its metrics address is the one of the manifest's port 9090.
+func start(t *testing.T, bin string, w workload) *proc {
 	t.Helper()
+	addr := w.addrs["0.0.0.0:9090"]
+	if addr == "" {
+		t.Fatalf("%s: no metrics address 0.0.0.0:9090 in %v", w.name, w.env)
+	}
 	p := &proc{cmd: exec.Command(bin, w.args...), addr: addr, stderr: &testenv.Buffer{}, done: make(chan error, 1)}
 	p.cmd.Env = append([]string{"HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}, w.env...)
 	p.cmd.Stderr = p.stderr
@@ -195,24 +280,30 @@ func jsonValue(t *testing.T, v any) string {
 // readiness probe (one streams, one is the standby), liveness holds for
 // both, and after the SIGTERM a rollout sends to the active pod it exits
 // cleanly within the grace period and the standby takes the slot over.
+// Then the API and a worker of the same release carry an order through.
 func TestChartRelayPairFailsOver(t *testing.T) {
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := map[string]string{"url": url, "existingSecret": "", "secretKey": "pg-url"}
+	prefix, token := testenv.UniqueName("kube")+".", testenv.UniqueName("token")
 	r, err := helmrender.Render(helmrender.Options{Chart: chartDir, Sets: []string{
 		"relay.database=" + jsonValue(t, db),
 		"migration.database=" + jsonValue(t, db),
 		"kafka.brokers=" + jsonValue(t, strings.Join(env.Brokers, ",")),
 		"relay.slot=" + jsonValue(t, testenv.UniqueName("kube")),
-		"relay.env=" + jsonValue(t, map[string]string{"EVENTFORGE_TOPIC_PREFIX": testenv.UniqueName("kube") + "."}),
-		"workers=[]",
+		"relay.env=" + jsonValue(t, map[string]string{"EVENTFORGE_TOPIC_PREFIX": prefix}),
+		"workers=" + jsonValue(t, []map[string]any{{"name": "orders", "group": testenv.UniqueName("kube"),
+			"topics": []string{prefix + "orders"}, "replicas": 1, "handlersFile": "orders.yaml", "database": db}}),
+		"api.enabled=true",
+		"api.database=" + jsonValue(t, db),
+		"api.token.value=" + jsonValue(t, token),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := binary(t)
 
-	job, _ := container(t, r, "Job", "eventforge-migrate")
+	job := container(t, r, "Job", "eventforge-migrate")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, job.args...)
@@ -221,7 +312,7 @@ func TestChartRelayPairFailsOver(t *testing.T) {
 		t.Fatalf("migration Job %v: %v\n%s", job.args, err, out)
 	}
 
-	relay, _ := container(t, r, "Deployment", "eventforge-relay")
+	relay := container(t, r, "Deployment", "eventforge-relay")
 	c := helmrender.Get(relay.obj, "spec", "template", "spec", "containers", 0)
 	readyPath := helmrender.Get(c, "readinessProbe", "httpGet", "path").(string)
 	livePath := helmrender.Get(c, "livenessProbe", "httpGet", "path").(string)
@@ -236,13 +327,11 @@ func TestChartRelayPairFailsOver(t *testing.T) {
 	// that does not exist yet race to create it; the loser exits and is
 	// restarted: not what this test is about.)
 	ready := func(p *proc) bool { code, _ := p.get(readyPath); return code == http.StatusOK }
-	w, addr := container(t, r, "Deployment", "eventforge-relay")
-	active := start(t, bin, w, addr)
+	active := start(t, bin, container(t, r, "Deployment", "eventforge-relay"))
 	waitFor(t, 60*time.Second, "first relay ready and streaming", func() bool {
 		return ready(active) && active.gauge("eventforge_cdc_streaming") == 1
 	})
-	w, addr = container(t, r, "Deployment", "eventforge-relay")
-	standby := start(t, bin, w, addr)
+	standby := start(t, bin, container(t, r, "Deployment", "eventforge-relay"))
 	waitFor(t, 60*time.Second, "second relay ready as the standby", func() bool {
 		return ready(standby) && standby.gauge("eventforge_cdc_standby") == 1
 	})
@@ -277,4 +366,69 @@ func TestChartRelayPairFailsOver(t *testing.T) {
 	if !ready(standby) {
 		t.Error("the relay that took over is not ready")
 	}
+
+	// The rest of the release: an order posted to the API (token from its
+	// Secret file) reaches the worker (handlers from its ConfigMap) through
+	// the relay that took over.
+	apiW := container(t, r, "Deployment", "eventforge-api")
+	start(t, bin, apiW)
+	worker := start(t, bin, container(t, r, "Deployment", "eventforge-worker-orders"))
+	apiURL := "http://" + apiW.addrs["0.0.0.0:8080"]
+	var id string
+	waitFor(t, 30*time.Second, "API accepts an order", func() bool {
+		id = postOrder(t, apiURL, token)
+		return id != ""
+	})
+	waitFor(t, 60*time.Second, "worker applies the order.created event", func() bool {
+		return orderStatus(t, apiURL, token, id) == "processed"
+	})
+	t.Logf("order %s: API -> outbox -> relay (the former standby) -> Kafka -> worker: processed", id)
+	if !ready(worker) {
+		t.Error("the worker is not ready")
+	}
+}
+
+// postOrder creates an order and returns its id ("" when the API does not
+// answer 201 yet).
+func postOrder(t *testing.T, base, token string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/orders", strings.NewReader(`{"customer":"Ada","amount":1250,"currency":"EUR"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	var out struct{ ID string }
+	if doJSON(req, http.StatusCreated, &out) != nil {
+		return ""
+	}
+	return out.ID
+}
+
+func orderStatus(t *testing.T, base, token, id string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/orders/"+id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	var out struct{ Status string }
+	if err := doJSON(req, http.StatusOK, &out); err != nil {
+		t.Logf("GET order: %v", err)
+	}
+	return out.Status
+}
+
+func doJSON(req *http.Request, want int, v any) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, v)
 }
