@@ -171,3 +171,13 @@ func TestValuesSchemaRejectsMistakes(t *testing.T) {
 		}
 	}
 }
+
+// TestExtraVolumesMountPostgresCA: extraVolumes and extraVolumeMounts
+// reach every workload (the hardened example mounts the PostgreSQL CA the
+// URLs' sslrootcert= names).
+func TestExtraVolumesMountPostgresCA(t *testing.T) {
+	r := render(t, []string{hardenedValues})
+	for _, w := range append(r.ofKind("Deployment"), r.ofKind("Job")...) {
+		mustMountSecret(t, w, "/etc/eventforge/pg-ca", "postgres-ca")
+	}
+}
