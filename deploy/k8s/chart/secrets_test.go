@@ -101,6 +101,10 @@ func TestMigrationJobHook(t *testing.T) {
 	if get(sAnn, "helm.sh/hook") != "pre-install,pre-upgrade" || get(sAnn, "helm.sh/hook-weight") != "-10" {
 		t.Errorf("migration Secret is not a hook created before the Job: %v", sAnn)
 	}
+	// The owner's URL is removed once the migration succeeded.
+	if get(sAnn, "helm.sh/hook-delete-policy") != "before-hook-creation,hook-succeeded" {
+		t.Errorf("migration Secret delete policy %v", get(sAnn, "helm.sh/hook-delete-policy"))
+	}
 	if get(podSpec(job), "restartPolicy") != "Never" {
 		t.Error("restartPolicy")
 	}
