@@ -286,6 +286,7 @@ func TestChartRelayPairFailsOver(t *testing.T) {
 	url := env.NewDatabase(t)
 	db := map[string]string{"url": url, "existingSecret": "", "secretKey": "pg-url"}
 	prefix, token := testenv.UniqueName("kube")+".", testenv.UniqueName("token")
+	bin := binary(t)
 	r, err := helmrender.Render(helmrender.Options{Chart: chartDir, Sets: []string{
 		"relay.database=" + jsonValue(t, db),
 		"migration.database=" + jsonValue(t, db),
@@ -297,11 +298,11 @@ func TestChartRelayPairFailsOver(t *testing.T) {
 		"api.enabled=true",
 		"api.database=" + jsonValue(t, db),
 		"api.token.value=" + jsonValue(t, token),
+		"migration.args=" + jsonValue(t, migrateArgs(t, bin)),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := binary(t)
 
 	job := container(t, r, "Job", "eventforge-migrate")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -386,6 +387,21 @@ func TestChartRelayPairFailsOver(t *testing.T) {
 	if !ready(worker) {
 		t.Error("the worker is not ready")
 	}
+}
+
+// migrateArgs are the migration Job's args for a release with the API and
+// the demo handler: with --demo when this eventforge's migrate has that flag
+// (it then creates the orders tables only when asked).
+func migrateArgs(t *testing.T, bin string) []string {
+	t.Helper()
+	out, err := exec.Command(bin, "migrate", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("eventforge migrate --help: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "--demo") {
+		return []string{"migrate", "--demo"}
+	}
+	return []string{"migrate"}
 }
 
 // postOrder creates an order and returns its id ("" when the API does not
