@@ -19,6 +19,24 @@ import (
 // pinned kubernetes-validate bundles.
 var validateVersions = []string{"1.30.0", "1.37.0"}
 
+// valueSets are the configurations validated: the defaults, the hardened
+// example, and the paths neither takes (chart-made Kafka, API token and
+// handlers from values, mutual TLS, no monitoring CRDs).
+var valueSets = []struct {
+	files, sets []string
+}{
+	{nil, nil},
+	{[]string{hardenedValues}, nil},
+	{nil, []string{
+		`kafka={"brokers":"k:9093","tls":{"enabled":true,"existingSecret":"kafka-mtls","caKey":"ca.crt","certKey":"tls.crt","keyKey":"tls.key","serverName":"k"},"sasl":{"mechanism":"PLAIN","user":"u","existingSecret":"","passwordKey":"password","password":"dev"}}`,
+		`api={"enabled":true,"token":{"value":"dev-token","existingSecret":"","secretKey":"token"}}`,
+		`workers=[{"name":"inline","group":"g","topics":["a","b"],"replicas":1,"handlers":"unknown: skip\nhandlers: {}\n"},{"name":"bare","group":"h","topics":["c"],"replicas":0}]`,
+		`metrics={"serviceMonitor":{"enabled":false},"prometheusRule":{"enabled":false}}`,
+		`migration={"enabled":false}`,
+		`podAnnotations={"example.com/team":"payments"}`,
+	}},
+}
+
 // validator is the kubernetes-validate program (PyPI, pinned; installed by
 // `make helm-check` into .eventforge/kubevalidate), from
 // EVENTFORGE_KUBE_VALIDATE.
@@ -46,8 +64,8 @@ func TestRenderedObjectsMatchKubernetesSchemas(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
 	core, monitoring := 0, 0
-	for i, vf := range [][]string{nil, {hardenedValues}} {
-		r := render(t, vf)
+	for i, c := range valueSets {
+		r := render(t, c.files, c.sets...)
 		var docs []string
 		for _, o := range r.objects {
 			if api, _ := o["apiVersion"].(string); strings.HasPrefix(api, "monitoring.coreos.com/") {

@@ -185,3 +185,38 @@ func TestExtraVolumesMountPostgresCA(t *testing.T) {
 		mustMountSecret(t, w, "/etc/eventforge/pg-ca", "postgres-ca")
 	}
 }
+
+// TestChartMadeSecretsAndMutualTLS: without existing Secrets the chart
+// makes its own for the SASL password and the API token and mounts them as
+// files; a client certificate and key come from the TLS Secret as files.
+func TestChartMadeSecretsAndMutualTLS(t *testing.T) {
+	r := render(t, nil, valueSets[2].sets...)
+	sasl := r.find(t, "Secret", "eventforge-kafka-sasl")
+	if get(map[string]any(sasl), "data", "password") != "ZGV2" { // "dev"
+		t.Errorf("SASL Secret data %v", get(map[string]any(sasl), "data"))
+	}
+	tok := r.find(t, "Secret", "eventforge-api-token")
+	if get(map[string]any(tok), "data", "token") == nil {
+		t.Error("no token in the API token Secret")
+	}
+	w := r.find(t, "Deployment", "eventforge-worker-inline")
+	mustMountSecret(t, w, "/etc/eventforge/kafka-sasl", "eventforge-kafka-sasl")
+	mustMountSecret(t, w, "/etc/eventforge/kafka-tls", "kafka-mtls")
+	env := envOf(container(w))
+	if env["EVENTFORGE_KAFKA_TLS_CERT_FILE"] != "/etc/eventforge/kafka-tls/tls.crt" || env["EVENTFORGE_KAFKA_TLS_KEY_FILE"] != "/etc/eventforge/kafka-tls/tls.key" ||
+		env["EVENTFORGE_TOPICS"] != "a,b" {
+		t.Errorf("worker env %v", env)
+	}
+	mustMountSecret(t, r.find(t, "Deployment", "eventforge-api"), "/etc/eventforge/api-token", "eventforge-api-token")
+	// A worker without handlers records events only: no handlers path, no ConfigMap.
+	bare := r.find(t, "Deployment", "eventforge-worker-bare")
+	if _, ok := envOf(container(bare))["EVENTFORGE_HANDLERS"]; ok {
+		t.Error("a worker without handlers gets --handlers")
+	}
+	if n := len(r.ofKind("ConfigMap")); n != 1 {
+		t.Errorf("%d ConfigMaps, want the inline worker's only", n)
+	}
+	if len(r.ofKind("Job")) != 0 || len(r.ofKind("ServiceMonitor")) != 0 || len(r.ofKind("PrometheusRule")) != 0 {
+		t.Errorf("disabled objects rendered: %s", r.summary())
+	}
+}
