@@ -44,7 +44,7 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 		}
 		c.demo = d
 		t = target{pgURL: d.dbURL, slot: d.slot, topic: d.topic(), group: d.group, consumer: d.group,
-			relayMetrics: d.relayAddr, workerMetrics: d.workerAddrs}
+			relayMetrics: d.relayAddr, workerMetrics: d.workerAddrs, effects: true}
 	}
 	obs, err := newObserver(ctx, t, cfg.Kafka)
 	if err != nil {

@@ -2,12 +2,10 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/kafka"
@@ -18,6 +16,7 @@ type target struct {
 	pgURL, slot, topic, group, consumer string
 	relayMetrics                        string
 	workerMetrics                       func() []string
+	effects                             bool // console_effects counts the business changes (demo)
 }
 
 // observer reads the real state of one order and the pipeline's signals.
@@ -70,27 +69,28 @@ type Facts struct {
 // before its transaction, where the commit record is looked for.
 func (o *observer) facts(ctx context.Context, orderID, walFrom string) (Facts, error) {
 	f := Facts{OrderID: orderID, Effects: -1, Committed: -1, ReadAt: time.Now().UTC()}
-	err := o.pool.QueryRow(ctx, "SELECT status FROM orders WHERE id = $1", orderID).Scan(&f.Status)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("read order: %w", err)
+	// One statement, so the four values come from one snapshot.
+	effects := "-1"
+	if o.t.effects {
+		effects = "(SELECT count(*) FROM console_effects WHERE order_id = $1)"
 	}
-	var xmin string
-	err = o.pool.QueryRow(ctx, "SELECT event_id::text, xmin::text FROM outbox WHERE aggregate_id = $1 ORDER BY created_at DESC LIMIT 1", orderID).Scan(&f.EventID, &xmin)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return f, fmt.Errorf("read outbox: %w", err)
+	var status, eventID, xmin *string
+	err := o.pool.QueryRow(ctx, `SELECT (SELECT status FROM orders WHERE id = $1), e.event_id::text, e.xmin::text,
+		  coalesce((SELECT count(*) FROM processed_events p WHERE p.consumer = $2 AND p.event_id = e.event_id), 0), `+effects+`
+		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT event_id, xmin FROM outbox WHERE aggregate_id = $1 ORDER BY created_at DESC LIMIT 1) e ON true`,
+		orderID, o.t.consumer).Scan(&status, &eventID, &xmin, &f.InboxRows, &f.Effects)
+	if err != nil {
+		return f, fmt.Errorf("read order, outbox and inbox: %w", err)
 	}
-	if f.EventID != "" {
+	if status != nil {
+		f.Status = *status
+	}
+	if eventID != nil {
+		f.EventID = *eventID
 		if walFrom == "" { // the oldest WAL the slot keeps
 			_ = o.pool.QueryRow(ctx, "SELECT coalesce(restart_lsn::text, '') FROM pg_replication_slots WHERE slot_name = $1", o.t.slot).Scan(&walFrom)
 		}
-		f.CommitLSN, f.CommitEndLSN = o.commitLSN(ctx, f.EventID, xmin, walFrom)
-		if err := o.pool.QueryRow(ctx, "SELECT count(*) FROM processed_events WHERE consumer = $1 AND event_id = $2", o.t.consumer, f.EventID).Scan(&f.InboxRows); err != nil {
-			return f, fmt.Errorf("read inbox: %w", err)
-		}
-	}
-	var n int
-	if err := o.pool.QueryRow(ctx, "SELECT count(*) FROM console_effects WHERE order_id = $1", orderID).Scan(&n); err == nil {
-		f.Effects = n
+		f.CommitLSN, f.CommitEndLSN = o.commitLSN(ctx, f.EventID, *xmin, walFrom)
 	}
 	if err := o.kafkaFacts(&f); err != nil {
 		return f, err

@@ -69,7 +69,7 @@
     $('status').textContent = text;
     $('outcome').hidden = !(state.run && state.run.status === 'done' && state.view === snaps.length - 1);
     $('back').disabled = state.view <= 0;
-    $('next').disabled = !demo || state.busy || (state.run && state.view >= snaps.length - 1 && finished());
+    $('next').disabled = !demo || state.busy || (state.run && state.run.status === 'done' && state.view >= snaps.length - 1);
     $('play').disabled = !demo || state.playing;
     $('pause').disabled = !state.playing;
     $('replay').disabled = !demo;
