@@ -232,11 +232,23 @@ func (d *demo) release(ctx context.Context, key int64) error {
 	return nil
 }
 
+// releaseAll opens every gate. A transaction still waiting to commit
+// belongs to an abandoned run: it is rolled back (its API request fails)
+// rather than committed by the release.
 func (d *demo) releaseAll(ctx context.Context) {
 	d.gateMu.Lock()
 	defer d.gateMu.Unlock()
 	if d.gate == nil {
 		return
+	}
+	_, _ = d.gate.Exec(ctx, `SELECT pg_cancel_backend(l.pid) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		WHERE l.locktype = 'advisory' AND NOT l.granted AND l.classid = 0 AND l.objid = $1 AND a.datname = current_database()`, gateCommit)
+	for range 50 { // until the cancelled transactions stopped waiting
+		var n int
+		if err := d.gate.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1`, gateCommit).Scan(&n); err != nil || n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := d.gate.Exec(ctx, "SELECT pg_advisory_unlock_all()"); err == nil {
 		d.held = map[int64]bool{}

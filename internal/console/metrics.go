@@ -63,21 +63,27 @@ func parseSamples(sc *bufio.Scanner) ([]sample, error) {
 	return out, sc.Err()
 }
 
-// sum adds the samples named name whose labels contain every one of want
+// matches reports whether s is named name and has every wanted label
 // (each as `key="value"`).
+func (s sample) matches(name string, want []string) bool {
+	if s.name != name {
+		return false
+	}
+	for _, w := range want {
+		if !strings.Contains(s.labels, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// sum adds the samples named name with every wanted label.
 func sum(samples []sample, name string, want ...string) float64 {
 	var t float64
-next:
 	for _, s := range samples {
-		if s.name != name {
-			continue
+		if s.matches(name, want) {
+			t += s.value
 		}
-		for _, w := range want {
-			if !strings.Contains(s.labels, w) {
-				continue next
-			}
-		}
-		t += s.value
 	}
 	return t
 }
@@ -95,17 +101,10 @@ func maxOf(samples []sample, name string) float64 {
 
 // has reports whether a sample named name has all the wanted labels.
 func has(samples []sample, name string, want ...string) bool {
-next:
 	for _, s := range samples {
-		if s.name != name {
-			continue
+		if s.matches(name, want) {
+			return true
 		}
-		for _, w := range want {
-			if !strings.Contains(s.labels, w) {
-				continue next
-			}
-		}
-		return true
 	}
 	return false
 }

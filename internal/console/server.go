@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/ops"
 )
 
 //go:embed assets
@@ -39,20 +41,12 @@ func (c *Console) Handler() http.Handler {
 	return sameOrigin(securityHeaders(mux))
 }
 
-// Serve serves the console on ln until ctx ends.
+// Serve serves the console on ln until ctx ends; the live-update streams
+// end with it.
 func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx) // SSE streams end with ctx below
-		return nil
-	}
+	stop := context.AfterFunc(ctx, c.hub.close)
+	defer stop()
+	return ops.ServeListener(ctx, ln, c.Handler())
 }
 
 // pageData is what the templates render.

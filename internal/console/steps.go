@@ -61,17 +61,26 @@ func eventIDOf(body string) string {
 	return v.EventID
 }
 
-func waitInTransaction(ctx context.Context, r *run) ([]string, error) {
+// waitAtGate waits until a transaction waits at the gate and remembers its backend.
+func (r *run) waitAtGate(ctx context.Context, key int64, what string) (backend, error) {
 	var w []backend
-	err := until(ctx, "the API's transaction waits to commit", func(ctx context.Context) (bool, error) {
+	err := until(ctx, what, func(ctx context.Context) (bool, error) {
 		var err error
-		w, err = r.gateWaiters(ctx, gateCommit)
+		w, err = r.gateWaiters(ctx, key)
 		return len(w) > 0, err
 	})
 	if err != nil {
-		return nil, err
+		return backend{}, err
 	}
 	r.waiter = w[0].pid
+	return w[0], nil
+}
+
+func waitInTransaction(ctx context.Context, r *run) ([]string, error) {
+	w, err := r.waitAtGate(ctx, gateCommit, "the API's transaction waits to commit")
+	if err != nil {
+		return nil, err
+	}
 	tables, err := r.writeLocks(ctx, r.waiter)
 	if err != nil {
 		return nil, err
@@ -81,7 +90,7 @@ func waitInTransaction(ctx context.Context, r *run) ([]string, error) {
 		return nil, err
 	}
 	return []string{
-		fmt.Sprintf("API backend pid %d, transaction xid %s, has written to: %s", r.waiter, w[0].xid, tables),
+		fmt.Sprintf("API backend pid %d, transaction xid %s, has written to: %s", r.waiter, w.xid, tables),
 		"its COMMIT waits at the console's gate",
 		fmt.Sprintf("rows another session sees: orders %d, outbox %d", o, ob),
 	}, nil
@@ -229,16 +238,10 @@ func (r *run) waitFacts(ctx context.Context, what string, ok func(Facts) bool) (
 }
 
 func workerReceived(ctx context.Context, r *run) ([]string, error) {
-	var w []backend
-	err := until(ctx, "a worker's transaction waits at the gate", func(ctx context.Context) (bool, error) {
-		var err error
-		w, err = r.gateWaiters(ctx, gateEffect)
-		return len(w) > 0, err
-	})
+	w, err := r.waitAtGate(ctx, gateEffect, "a worker's transaction waits at the gate")
 	if err != nil {
 		return nil, err
 	}
-	r.waiter = w[0].pid
 	f, err := r.obs.facts(ctx, r.orderID, r.walFrom)
 	if err != nil {
 		return nil, err
@@ -260,7 +263,7 @@ func workerReceived(ctx context.Context, r *run) ([]string, error) {
 		}
 		ev = append(ev, fmt.Sprintf("group member %s holds partitions %v%s", shortID(id), as[id], owner))
 	}
-	return append(ev, fmt.Sprintf("%s's transaction started (backend pid %d, application_name %s)", w[0].app, r.waiter, w[0].app)), nil
+	return append(ev, fmt.Sprintf("%s's transaction started (backend pid %d, application_name %s)", w.app, r.waiter, w.app)), nil
 }
 
 // shortID shortens a Kafka member id (client id and a UUID) for the page.
