@@ -57,6 +57,9 @@ type pageData struct {
 	Run       RunView
 	Latest    *Snapshot
 	Error     string
+	// Order is the order an operator looks up (?order=ID): the cards show
+	// its state now instead of a run's steps.
+	Order string
 }
 
 func (c *Console) page(w http.ResponseWriter, r *http.Request, tmpl *template.Template, name string) {
@@ -69,7 +72,15 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, tmpl *template.Te
 		sc = scenarios()[0]
 	}
 	d := pageData{Info: c.Info(), Scenarios: scenarioViews(), Scenario: sc.view(), Error: r.URL.Query().Get("error")}
-	if run.Scenario == sc.name {
+	if id := r.URL.Query().Get("order"); id != "" {
+		d.Order = id
+		f, cards, err := c.Order(r.Context(), id)
+		if err != nil {
+			d.Error = err.Error()
+		}
+		d.Latest = &Snapshot{Title: "Order " + id, Cards: cards, Facts: f, At: f.ReadAt,
+			Evidence: []string{"read at " + f.ReadAt.Format("15:04:05.000") + " UTC from PostgreSQL and Kafka"}}
+	} else if run.Scenario == sc.name {
 		d.Run = run
 		if n := len(run.Snapshots); n > 0 {
 			d.Latest = &run.Snapshots[n-1]

@@ -202,6 +202,14 @@ test('journey: every step shows the real state, then the durable rows and offset
   for (let i = 0; i < 6; i++) { await page.keyboard.press('ArrowLeft'); }
   await waitStep(page, 3, 10);
   assert.deepEqual(await cards(page).then((c) => [c.order, c.outbox, c.effect]), ['created', 'written', 'effects-0']);
+
+  // An operator looks the order up: the cards show its state now, re-read live.
+  await page.goto(`${base}/?order=${encodeURIComponent(id)}`);
+  await page.waitForFunction(() => /read at/.test(document.getElementById('status').textContent));
+  const first = await page.textContent('#status');
+  await page.waitForFunction((t) => document.getElementById('status').textContent !== t, first, { timeout: 10000 });
+  assert.deepEqual(await cards(page), J('processed', 'written', 'effects-1', 'committed'));
+  await page.evaluate(() => window.eventforgeConsole.leave());
   await page.context().close();
 });
 

@@ -10,6 +10,8 @@
   var state = { run: null, view: -1, playing: false, busy: false, timers: new Set(), controllers: new Set(), es: null, scenario: app.dataset.scenario };
   var $ = function (id) { return document.getElementById(id); };
   var PLAY_DELAY = 1500;
+  var WATCH_EVERY = 2000;
+  var watched = app.dataset.order; // an operator's order lookup: live cards, no run
 
   function later(fn, ms) {
     var t = setTimeout(function () { state.timers.delete(t); fn(); }, ms);
@@ -47,7 +49,21 @@
     setList(el.querySelector('.lines'), card ? card.lines : []);
   }
 
+  // watch re-reads the looked-up order every WATCH_EVERY ms.
+  function watch() {
+    api('GET', '/api/order?id=' + encodeURIComponent(watched)).then(function (o) {
+      ['order', 'outbox', 'effect', 'offset'].forEach(function (k) { renderCard(k, o.cards[k]); });
+      $('status').textContent = 'Order ' + watched + ', read at ' + o.facts.read_at.slice(11, 23) + ' UTC';
+      later(watch, WATCH_EVERY);
+    }).catch(function (e) {
+      if (e.name === 'AbortError') { return; }
+      $('status').textContent = 'Could not read the order: ' + e.message;
+      later(watch, WATCH_EVERY);
+    });
+  }
+
   function render() {
+    if (watched) { return; }
     var snaps = snapshots();
     var s = state.view >= 0 ? snaps[state.view] : null;
     ['order', 'outbox', 'effect', 'offset'].forEach(function (k) { renderCard(k, s && s.cards[k]); });
@@ -184,6 +200,7 @@
     var es = new EventSource('/events');
     state.es = es;
     es.addEventListener('run', function (e) {
+      if (watched) { return; }
       var run = JSON.parse(e.data);
       if (run.scenario === state.scenario && !state.busy) { acceptRun(run); }
     });
@@ -226,4 +243,8 @@
 
   connect();
   render();
+  if (watched) {
+    ['back', 'next', 'play', 'pause', 'replay'].forEach(function (b) { $(b).disabled = true; });
+    watch();
+  }
 }());
