@@ -19,6 +19,7 @@ type Console struct {
 	obs  *observer
 	hub  *hub
 
+	ctl sync.Mutex // one Start or Stop at a time: each restores the demo processes
 	mu  sync.Mutex
 	cur *run
 }
@@ -87,7 +88,9 @@ func (c *Console) Start(ctx context.Context, name string) (RunView, error) {
 	if sc == nil {
 		return RunView{}, fmt.Errorf("%w %q", errUnknownScenario, name)
 	}
-	if err := c.Stop(ctx); err != nil {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	if err := c.stop(ctx); err != nil {
 		return RunView{}, err
 	}
 	r := newRun(context.Background(), sc, c.demo, c.obs, c.publishRun)
@@ -101,6 +104,12 @@ func (c *Console) Start(ctx context.Context, name string) (RunView, error) {
 // Stop cancels the current run (its step in progress ends first) and leaves
 // the demo processes healthy: gates open, no failpoints, all ready.
 func (c *Console) Stop(ctx context.Context) error {
+	c.ctl.Lock()
+	defer c.ctl.Unlock()
+	return c.stop(ctx)
+}
+
+func (c *Console) stop(ctx context.Context) error {
 	c.mu.Lock()
 	cur := c.cur
 	c.mu.Unlock()

@@ -36,7 +36,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /api/order", c.order)
 	mux.HandleFunc("POST /api/run", c.startRun)
 	mux.HandleFunc("POST /api/run/next", c.next)
-	mux.HandleFunc("POST /api/run/stop", c.stop)
+	mux.HandleFunc("POST /api/run/stop", c.stopRun)
 	mux.HandleFunc("GET /events", c.events)
 	return sameOrigin(securityHeaders(mux))
 }
@@ -151,7 +151,7 @@ func (c *Console) next(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s)
 }
 
-func (c *Console) stop(w http.ResponseWriter, r *http.Request) {
+func (c *Console) stopRun(w http.ResponseWriter, r *http.Request) {
 	if err := c.Stop(r.Context()); err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return

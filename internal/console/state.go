@@ -189,9 +189,10 @@ func (o *observer) signals(ctx context.Context) Signals {
 		FROM pg_replication_slots WHERE slot_name = $1`, o.t.slot).Scan(&lag, &s.ConfirmedLSN, &s.SlotActive)
 	if err == nil {
 		s.SlotLagBytes = &lag
-		if lag == 0 {
+		switch {
+		case lag == 0:
 			s.OldestUnconfirmedAge = ptr(0.0)
-		} else {
+		case lag <= maxInspectBytes:
 			s.OldestUnconfirmedAge = o.oldestUnconfirmed(ctx, s.ConfirmedLSN)
 		}
 	}
@@ -223,6 +224,10 @@ func (o *observer) signals(ctx context.Context) Signals {
 	}
 	return s
 }
+
+// maxInspectBytes bounds the WAL read to find unconfirmed events: past it
+// the age is reported unknown rather than read on every refresh.
+const maxInspectBytes = 16 << 20
 
 // oldestUnconfirmed is the age of the oldest outbox event committed after
 // the slot's confirmed position (pg_walinspect finds commit positions; nil
