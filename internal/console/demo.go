@@ -245,7 +245,8 @@ func (d *demo) releaseAll(ctx context.Context) {
 		WHERE l.locktype = 'advisory' AND NOT l.granted AND l.classid = 0 AND l.objid = $1 AND a.datname = current_database()`, gateCommit)
 	for range 50 { // until the cancelled transactions stopped waiting
 		var n int
-		if err := d.gate.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1`, gateCommit).Scan(&n); err != nil || n == 0 {
+		if err := d.gate.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = $1
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, gateCommit).Scan(&n); err != nil || n == 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
