@@ -223,6 +223,7 @@
   $('replay').addEventListener('click', replay);
   $('scenario').addEventListener('change', function (e) { switchScenario(e.target.value); });
   $('show').hidden = true; // the select switches at once with scripts on
+  $('controls').hidden = false; // the step controls need scripts; without them, "Read all steps" serves
   document.addEventListener('keydown', function (e) {
     var tag = e.target && e.target.tagName;
     if (tag === 'SELECT' || tag === 'INPUT' || tag === 'TEXTAREA' || e.altKey || e.ctrlKey || e.metaKey) { return; }
