@@ -142,12 +142,7 @@ func relaySawNothing(ctx context.Context, r *run) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var confirmed string
-	err = until(ctx, "the slot is confirmed past the rollback", func(ctx context.Context) (bool, error) {
-		ok, c, err := r.obs.confirmedPast(ctx, lsn)
-		confirmed = c
-		return ok, err
-	})
+	c, err := r.waitConfirmed(ctx, lsn)
 	if err != nil {
 		return nil, err
 	}
@@ -160,9 +155,21 @@ func relaySawNothing(ctx context.Context, r *run) ([]string, error) {
 		return nil, err
 	}
 	return []string{
-		fmt.Sprintf("slot confirmed_flush_lsn %s is past %s, the WAL position after the rollback", confirmed, lsn),
+		fmt.Sprintf("slot confirmed_flush_lsn %s is past %s, the WAL position after the rollback", c, lsn),
 		fmt.Sprintf("records with key %s in %s partition %d: %d", r.orderID, r.obs.t.topic, f.Partition, len(recs)),
 	}, nil
+}
+
+// waitConfirmed waits until the slot is confirmed at or past lsn and
+// returns its confirmed position.
+func (r *run) waitConfirmed(ctx context.Context, lsn string) (string, error) {
+	var c string
+	err := until(ctx, "the slot is confirmed past "+lsn, func(ctx context.Context) (bool, error) {
+		ok, got, err := r.obs.confirmedPast(ctx, lsn)
+		c = got
+		return ok, err
+	})
+	return c, err
 }
 
 // commitFacts reads the facts and insists that the order's commit record was found.
@@ -214,12 +221,7 @@ func confirmed(ctx context.Context, r *run) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c string
-	err = until(ctx, "the slot is confirmed past the transaction", func(ctx context.Context) (bool, error) {
-		ok, got, err := r.obs.confirmedPast(ctx, f.CommitEndLSN)
-		c = got
-		return ok, err
-	})
+	c, err := r.waitConfirmed(ctx, f.CommitEndLSN)
 	if err != nil {
 		return nil, err
 	}
@@ -369,12 +371,7 @@ func relayRepublished(ctx context.Context, r *run) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var c string
-	err = until(ctx, "the slot is confirmed", func(ctx context.Context) (bool, error) {
-		ok, got, err := r.obs.confirmedPast(ctx, f.CommitEndLSN)
-		c = got
-		return ok, err
-	})
+	c, err := r.waitConfirmed(ctx, f.CommitEndLSN)
 	if err != nil {
 		return nil, err
 	}
