@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # packages at a time keep a 2-core machine responsive.
 TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 
-.PHONY: all build up down test vet unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check
+.PHONY: all build up down test vet unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
 
 all: build
 
@@ -36,11 +36,30 @@ test: vet up
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory api-fuzz
 	@$(MAKE) --no-print-directory helm-check
+	@$(MAKE) --no-print-directory console-test
 
 # The demo migrates with --demo (orders, api_idempotency): a plain
 # `eventforge migrate` creates only what the pipeline needs.
 demo: build up
 	@deploy/local/demo.sh
+
+# The web console in demo mode on the local services: it starts its own API,
+# relay and two workers on a fresh database, slot, topics and group, and
+# removes them when stopped (Ctrl-C). CONSOLE_ADDR picks the address.
+CONSOLE_ADDR ?= 127.0.0.1:8088
+console: build up
+	@set -a; . "$${EVENTFORGE_STATE_DIR:-.eventforge}/local.env"; set +a; \
+		$(BIN) console --demo --http-addr $(CONSOLE_ADDR) --state-dir .eventforge
+
+# Browser tests of the console (tests/console): Playwright (playwright-core
+# and axe-core, pinned in package-lock.json, no browser download) driving
+# Debian's Chromium headless (/usr/bin/chromium, or CHROMIUM=...). About
+# 100-120 s. Screenshots go to .eventforge/console/screenshots/;
+# UPDATE_SCREENSHOTS=1 also copies them to docs/img/.
+console-test: build up
+	@cd tests/console && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		npm ci --no-audit --no-fund --loglevel=error; fi
+	@cd tests/console && node --test --test-reporter=spec console.test.mjs
 
 # Property-based fuzz of the HTTP API against its OpenAPI document with
 # schemathesis (pinned, installed from PyPI into .eventforge/venv), then a

@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newDLQCmd(),
 		newOutboxCmd(),
 		newBenchCmd(),
+		newConsoleCmd(),
 	)
 	return root
 }

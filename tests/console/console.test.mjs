@@ -1,0 +1,424 @@
+// Browser tests of `eventforge console --demo`: Playwright (playwright-core,
+// no browser download) drives Debian's Chromium headless against a console
+// that runs its own API, relay and workers on the local services. Each
+// scenario ends with checks of the durable state made with psql and kcat
+// (and the console's JSON endpoint, which reads the group's committed
+// offsets from Kafka), not only with what the page shows.
+//
+// Run: make console-test (needs make up, make build, chromium, kcat, psql).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { readFileSync, mkdirSync, copyFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '../..');
+const stateDir = process.env.EVENTFORGE_STATE_DIR || path.join(root, '.eventforge');
+const artefacts = path.join(root, '.eventforge', 'console');
+const shots = path.join(artefacts, 'screenshots');
+const bin = process.env.EVENTFORGE_BIN || path.join(root, 'bin', 'eventforge');
+const env = Object.fromEntries(readFileSync(path.join(stateDir, 'local.env'), 'utf8').split('\n')
+  .filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+const pgURL = env.EVENTFORGE_PG_URL;
+const brokers = env.EVENTFORGE_KAFKA_BROKERS;
+const LAUNCH = {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+};
+
+let consoleProc; let base; let browser; let info; let demoURL;
+const pageErrors = [];
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on('error', reject);
+  });
+}
+
+function psql(sql) {
+  return execFileSync('psql', ['-XAt', '-v', 'ON_ERROR_STOP=1', demoURL, '-c', sql], { encoding: 'utf8' }).trim();
+}
+
+// kcat reads a partition from the start: offset, key and event_id header.
+function kcat(topic, partition) {
+  const out = execFileSync('kcat', ['-b', brokers, '-C', '-t', topic, '-p', String(partition), '-e', '-q', '-f', '%o\t%k\t%h\n'],
+    { encoding: 'utf8', timeout: 30000 });
+  return out.split('\n').filter(Boolean).map((l) => {
+    const [offset, key, headers] = l.split('\t');
+    const h = Object.fromEntries((headers || '').split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    return { offset: Number(offset), key, headers: h };
+  });
+}
+
+async function json(p, opts) {
+  const r = await fetch(base + p, opts);
+  assert.ok(r.ok, `${p}: HTTP ${r.status}`);
+  return r.json();
+}
+
+function track(page) {
+  page.on('console', (m) => { if (m.type() === 'error') { pageErrors.push(`${page.url()}: ${m.text()}`); } });
+  page.on('pageerror', (e) => pageErrors.push(`${page.url()}: ${e.message}`));
+  return page;
+}
+
+async function newPage(opts = {}) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true, ...opts });
+  return track(await ctx.newPage());
+}
+
+async function cards(page) {
+  return page.evaluate(() => Object.fromEntries(['order', 'outbox', 'effect', 'offset']
+    .map((k) => [k, document.getElementById('card-' + k).dataset.state])));
+}
+
+async function waitStep(page, n, total, timeout = 60000) {
+  await page.waitForFunction(([n, total]) => document.getElementById('status').textContent.startsWith(`Step ${n} of ${total}:`),
+    [n, total], { timeout });
+}
+
+async function evidence(page) {
+  return page.$$eval('#evidence li', (lis) => lis.map((li) => li.textContent));
+}
+
+async function playToEnd(page, scenario, timeout = 90000) {
+  await page.goto(`${base}/?scenario=${scenario}`);
+  await page.click('#play');
+  await page.waitForSelector('#outcome:not([hidden])', { timeout });
+  const run = await json('/api/run');
+  assert.equal(run.status, 'done', run.error);
+  return run;
+}
+
+// The order's facts as the console reads them (committed offset from Kafka).
+async function facts(orderID) {
+  return (await json(`/api/order?id=${encodeURIComponent(orderID)}`)).facts;
+}
+
+async function axeScan(page) {
+  await page.addScriptTag({ path: path.join(here, 'node_modules', 'axe-core', 'axe.min.js') });
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  return res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+}
+
+function demoProcesses() {
+  const id = info.database.replace('console_', '');
+  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n')
+    .filter((l) => l.includes(id) && !l.includes('ps -eo'));
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  consoleProc = spawn(bin, ['console', '--demo', '--http-addr', `127.0.0.1:${port}`, '--state-dir', path.join(root, '.eventforge'),
+    '--pg-url', pgURL, '--kafka-brokers', brokers], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  consoleProc.stderr.on('data', (d) => { log += d; });
+  await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('console did not start: ' + log)), 60000);
+    consoleProc.stdout.on('data', (d) => { if (String(d).includes('eventforge console: http://')) { clearTimeout(t); resolve(); } });
+    consoleProc.on('exit', (code) => { clearTimeout(t); reject(new Error(`console exited ${code}: ${log}`)); });
+  });
+  info = await json('/api/info');
+  const u = new URL(pgURL);
+  u.pathname = '/' + info.database;
+  demoURL = u.toString();
+  browser = await chromium.launch(LAUNCH);
+});
+
+after(async () => {
+  if (browser) { await browser.close(); }
+  if (consoleProc && consoleProc.exitCode === null) {
+    consoleProc.kill('SIGTERM');
+    await new Promise((r) => consoleProc.once('exit', r));
+  }
+});
+
+const J = (order, outbox, effect, offset) => ({ order, outbox, effect, offset });
+const journeyStates = [
+  J('not-created', 'not-written', 'effects-0', 'not-published'),
+  J('not-created', 'not-written', 'effects-0', 'not-published'),
+  J('created', 'written', 'effects-0', null),
+  J('created', 'written', 'effects-0', null), // received from the slot; the broker's ack may still be on its way
+  J('created', 'written', 'effects-0', 'not-committed'),
+  J('created', 'written', 'effects-0', 'not-committed'),
+  J('created', 'written', 'effects-0', 'not-committed'),
+  J('created', 'written', 'effects-0', 'not-committed'),
+  J('processed', 'written', 'effects-1', null), // the offset commit may follow within the same instant
+  J('processed', 'written', 'effects-1', 'committed'),
+];
+
+test('journey: every step shows the real state, then the durable rows and offsets agree', async () => {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=journey`);
+  let sawAnimation = false;
+  for (let i = 1; i <= 10; i++) {
+    await page.click('#next');
+    await waitStep(page, i, 10);
+    sawAnimation ||= await page.evaluate(() => document.getAnimations().length > 0);
+    const want = journeyStates[i - 1];
+    const got = await cards(page);
+    for (const k of Object.keys(want)) {
+      if (want[k] !== null) { assert.equal(got[k], want[k], `step ${i} card ${k}`); }
+    }
+    const ev = (await evidence(page)).join('\n');
+    if (i === 2) { assert.match(ev, /rows another session sees: orders 0, outbox 0/); assert.match(ev, /has written to: orders, outbox/); }
+    if (i === 3) { assert.match(ev, /API answered 201/); assert.match(ev, /orders 1, outbox 1/); }
+    if (i === 6) { assert.match(ev, /confirmed_flush_lsn = \S+, past the transaction's end/); }
+    if (i === 8) { assert.match(ev, /has written to: orders, processed_events/); assert.match(ev, /inbox rows another session sees: 0/); }
+    if (i === 9) { assert.match(ev, /inbox rows 1, business changes 1/); }
+    if (i === 10) { await page.screenshot({ path: path.join(shots, 'console-desktop.png'), fullPage: true }); }
+  }
+  assert.ok(sawAnimation, 'with motion allowed, a step animates the journey marker');
+  const run = await json('/api/run');
+  const id = run.order_id;
+  const step5 = run.snapshots[4].evidence.join('\n');
+  const partition = Number(/partition (\d+) of/.exec(step5)[1]);
+
+  assert.equal(psql(`SELECT status FROM orders WHERE id = '${id}'`), 'processed');
+  const eventID = psql(`SELECT event_id FROM outbox WHERE aggregate_id = '${id}'`);
+  assert.match(eventID, /^[0-9a-f-]{36}$/);
+  assert.equal(psql(`SELECT count(*) FROM processed_events WHERE event_id = '${eventID}'`), '1');
+  assert.equal(psql(`SELECT count(*) FROM console_effects WHERE order_id = '${id}'`), '1');
+  const recs = kcat(info.topic, partition).filter((r) => r.key === id);
+  assert.equal(recs.length, 1, 'one record, in the partition the page showed');
+  assert.equal(recs[0].headers.event_id, eventID);
+  const f = await facts(id);
+  assert.equal(f.partition, partition);
+  assert.ok(f.committed_offset > recs[0].offset, `group offset ${f.committed_offset} past ${recs[0].offset}`);
+
+  // Step back shows what each earlier step read.
+  await page.click('#back');
+  await waitStep(page, 9, 10);
+  for (let i = 0; i < 6; i++) { await page.keyboard.press('ArrowLeft'); }
+  await waitStep(page, 3, 10);
+  assert.deepEqual(await cards(page).then((c) => [c.order, c.outbox, c.effect]), ['created', 'written', 'effects-0']);
+
+  // An operator looks the order up: the cards show its state now, re-read live.
+  await page.goto(`${base}/?order=${encodeURIComponent(id)}`);
+  await page.waitForFunction(() => /read at/.test(document.getElementById('status').textContent));
+  const first = await page.textContent('#status');
+  await page.waitForFunction((t) => document.getElementById('status').textContent !== t, first, { timeout: 10000 });
+  assert.deepEqual(await cards(page), J('processed', 'written', 'effects-1', 'committed'));
+  await page.evaluate(() => window.eventforgeConsole.leave());
+  await page.context().close();
+});
+
+test('pause and replay, on the rollback scenario: nothing is published', async () => {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=rollback`);
+  await page.click('#play');
+  await waitStep(page, 2, 4);
+  await page.click('#pause');
+  const paused = await page.evaluate(() => window.eventforgeConsole.debug());
+  await page.waitForFunction(() => !window.eventforgeConsole.debug().busy);
+  const step = await page.evaluate(() => window.eventforgeConsole.debug().snapshots);
+  await new Promise((r) => setTimeout(r, 2500)); // longer than the play delay
+  const later = await page.evaluate(() => window.eventforgeConsole.debug());
+  assert.equal(paused.playing, false);
+  assert.equal(later.timers, 0, 'no timer left after pause');
+  assert.equal(later.snapshots, step, 'paused: no step taken');
+  const first = (await json('/api/run')).order_id;
+
+  await page.click('#replay');
+  await page.waitForSelector('#outcome:not([hidden])', { timeout: 60000 });
+  const run = await json('/api/run');
+  assert.notEqual(run.order_id, first, 'replay starts a new run with a new order');
+  assert.equal(run.status, 'done');
+  assert.deepEqual(await cards(page), J('not-created', 'not-written', 'effects-0', 'not-published'));
+  for (const id of [first, run.order_id]) {
+    assert.equal(psql(`SELECT count(*) FROM orders WHERE id = '${id}'`), '0');
+    assert.equal(psql(`SELECT count(*) FROM outbox WHERE aggregate_id = '${id}'`), '0');
+  }
+  const f = await facts(run.order_id);
+  assert.equal(kcat(info.topic, f.partition).filter((r) => r.key === run.order_id).length, 0, 'no record with the key');
+  assert.match(run.snapshots[2].evidence.join('\n'), /API answered 5\d\d/);
+  await page.context().close();
+});
+
+test('relay dies after the ack, before confirming: a duplicate with the same id, one effect', async () => {
+  const page = await newPage();
+  const run = await playToEnd(page, 'relay-crash');
+  assert.match(run.snapshots[2].evidence.join('\n'), /failpoint cdc\/after-ack-before-confirm/);
+  assert.match(run.snapshots[2].evidence.join('\n'), /still before the transaction's end/);
+  const id = run.order_id;
+  const f = await facts(id);
+  const recs = kcat(info.topic, f.partition).filter((r) => r.key === id);
+  assert.equal(recs.length, 2, 'published twice');
+  assert.equal(recs[0].headers.event_id, recs[1].headers.event_id);
+  assert.equal(psql(`SELECT count(*) FROM processed_events WHERE event_id = '${recs[0].headers.event_id}'`), '1');
+  assert.equal(psql(`SELECT count(*) FROM console_effects WHERE order_id = '${id}'`), '1');
+  assert.equal(psql(`SELECT status FROM orders WHERE id = '${id}'`), 'processed');
+  assert.ok(f.committed_offset > recs[1].offset);
+  assert.deepEqual(await cards(page), J('processed', 'written', 'effects-1', 'committed'));
+  await page.context().close();
+});
+
+test('worker dies after the commit, before the offset: redelivered, the inbox stops a second effect', async () => {
+  const page = await newPage();
+  const run = await playToEnd(page, 'worker-crash');
+  const died = run.snapshots[2];
+  assert.match(died.evidence.join('\n'), /failpoint worker\/after-commit-before-offset/);
+  assert.equal(died.cards.offset.state, 'not-committed', 'the offset was not committed at the crash');
+  assert.equal(died.cards.effect.state, 'effects-1');
+  const id = run.order_id;
+  const f = await facts(id);
+  const recs = kcat(info.topic, f.partition).filter((r) => r.key === id);
+  assert.equal(recs.length, 1);
+  assert.equal(psql(`SELECT count(*) FROM processed_events WHERE event_id = '${recs[0].headers.event_id}'`), '1');
+  assert.equal(psql(`SELECT count(*) FROM console_effects WHERE order_id = '${id}'`), '1');
+  assert.ok(f.committed_offset > recs[0].offset);
+  const procs = await json('/api/processes');
+  for (const p of procs.filter((p) => p.name !== 'worker-twin')) { assert.ok(p.running && !p.failpoint, JSON.stringify(p)); }
+  await page.context().close();
+});
+
+test('a duplicate delivered concurrently to two workers: the inbox key serialises them, one effect', async () => {
+  const page = await newPage();
+  const run = await playToEnd(page, 'concurrent-duplicate');
+  assert.match(run.snapshots[2].evidence.join('\n'), /waits for transaction \d+: it inserts the same \(consumer, event_id\)/);
+  const id = run.order_id;
+  const f = await facts(id);
+  const recs = kcat(info.topic, f.partition).filter((r) => r.key === id);
+  assert.equal(recs.length, 1, 'published once');
+  assert.equal(psql(`SELECT count(*) FROM processed_events WHERE event_id = '${recs[0].headers.event_id}'`), '1');
+  assert.equal(psql(`SELECT count(*) FROM console_effects WHERE order_id = '${id}'`), '1');
+  assert.ok(f.committed_offset > recs[0].offset);
+  await page.context().close();
+});
+
+test('retries exhausted: dead letter before the offset moves, then replay keeping the id', async () => {
+  const page = await newPage();
+  const run = await playToEnd(page, 'dead-letter');
+  const dl = run.snapshots[2];
+  assert.equal(dl.cards.order.state, 'not-created');
+  assert.equal(dl.cards.offset.state, 'committed', 'offset committed after the dead letter');
+  assert.equal(dl.facts.dead_letters.length, 1);
+  const id = run.order_id;
+  const f = await facts(id);
+  const eventID = f.event_id;
+  const letters = [];
+  for (let p = 0; p < f.partitions; p++) { letters.push(...kcat(info.topic + '.dlq', p).filter((r) => r.key === id)); }
+  assert.equal(letters.length, 1, 'one dead letter');
+  assert.equal(letters[0].headers.event_id, eventID);
+  assert.equal(letters[0].headers['x-eventforge-attempts'], '3');
+  const recs = kcat(info.topic, f.partition).filter((r) => r.key === id);
+  assert.equal(recs.length, 2, 'the original and the replay');
+  assert.ok(recs.every((r) => r.headers.event_id === eventID), 'replay keeps the event id');
+  assert.equal(psql(`SELECT count(*) FROM processed_events WHERE event_id = '${eventID}'`), '1');
+  assert.equal(psql(`SELECT count(*) FROM console_effects WHERE order_id = '${id}'`), '1');
+  assert.equal(psql(`SELECT status FROM orders WHERE id = '${id}'`), 'processed');
+  assert.ok(f.committed_offset > recs[1].offset);
+  await page.context().close();
+});
+
+test('phone width 360: readable without horizontal scrolling, accessibility scan clean', async () => {
+  const page = await newPage({ viewport: { width: 360, height: 780 }, isMobile: true, hasTouch: true });
+  await page.goto(`${base}/?scenario=dead-letter`); // the finished run of the test before
+  await page.waitForSelector('#outcome:not([hidden])');
+  await page.waitForFunction(() => document.getElementById('sig-slot-lag').textContent !== '…');
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 360), 'no horizontal scroll at 360 px');
+  assert.deepEqual(await axeScan(page), []);
+  await page.screenshot({ path: path.join(shots, 'console-phone.png'), fullPage: true });
+  await page.context().close();
+});
+
+test('leaving or switching scenario mid-run stops it and leaves the demo processes healthy', async () => {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=relay-crash`);
+  await page.click('#next');
+  await waitStep(page, 1, 5);
+  let procs = await json('/api/processes');
+  assert.ok(procs.find((p) => p.name === 'relay').failpoint, 'the relay runs with its failpoint');
+  await page.selectOption('#scenario', 'concurrent-duplicate'); // switches scenario: the page reloads
+  await page.waitForURL(/scenario=concurrent-duplicate/);
+  await page.click('#next');
+  await waitStep(page, 1, 5);
+  procs = await json('/api/processes');
+  assert.ok(!procs.find((p) => p.name === 'relay').failpoint, 'switching restored the relay without failpoint');
+  assert.ok(procs.find((p) => p.name === 'worker-twin').running);
+  const gates = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted"
+    + ' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())';
+  assert.equal(psql(gates), '1', 'the console holds its gate');
+  await page.goto('about:blank'); // leaving: pagehide sends the stop beacon
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    procs = await json('/api/processes');
+    const healthy = procs.every((p) => (p.name === 'worker-twin' ? !p.running : p.running && !p.failpoint));
+    if (healthy && (await json('/api/run')).status === 'stopped') { break; }
+    assert.ok(Date.now() < deadline, 'demo processes healthy after leaving: ' + JSON.stringify(procs));
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal(psql(gates), '0', 'gates released');
+  await page.context().close();
+});
+
+test('reduced motion: no animation runs, the same information is shown', async () => {
+  const page = await newPage({ reducedMotion: 'reduce' });
+  await page.goto(`${base}/?scenario=rollback`);
+  await page.click('#next');
+  await waitStep(page, 1, 4);
+  assert.equal(await page.evaluate(() => document.getAnimations().length), 0);
+  assert.equal((await cards(page)).order, 'not-created');
+  await page.click('#next');
+  await waitStep(page, 2, 4);
+  assert.equal(await page.evaluate(() => document.getAnimations().length), 0);
+  await page.evaluate(() => window.eventforgeConsole.leave());
+  await page.context().close();
+});
+
+test('desktop accessibility scan and keyboard use', async () => {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=journey`);
+  assert.deepEqual(await axeScan(page), []);
+  await page.goto(`${base}/steps?scenario=journey`);
+  assert.deepEqual(await axeScan(page), []);
+  await page.goto(`${base}/?scenario=rollback`);
+  // Every control is reachable with Tab and labelled.
+  const names = await page.$$eval('button:not([hidden]), select, a[href]', (els) => els.map((e) => e.getAttribute('aria-label') || e.labels?.[0]?.textContent || e.textContent.trim()));
+  assert.ok(names.every((n) => n && n.length > 0), JSON.stringify(names));
+  await page.focus('#next');
+  await page.keyboard.press('Enter');
+  await waitStep(page, 1, 4);
+  await page.evaluate(() => window.eventforgeConsole.leave());
+  await page.context().close();
+});
+
+test('read all steps without scripts: the server runs the scenario and renders every step', async () => {
+  const page = await newPage({ javaScriptEnabled: false });
+  await page.goto(`${base}/?scenario=rollback`);
+  assert.ok(await page.isVisible('a[href="/steps?scenario=rollback"]'), 'the text mode is offered');
+  assert.ok(!(await page.isVisible('#next')), 'controls that need scripts are hidden without them');
+  await page.goto(`${base}/steps?scenario=rollback`);
+  await Promise.all([page.waitForURL(/\/steps\?scenario=rollback$/, { timeout: 60000 }), page.click('form button[type=submit]')]);
+  const text = await page.textContent('main');
+  assert.equal((text.match(/Read at /g) || []).length, 4, 'every step shows what it read');
+  assert.match(text, /API answered 5\d\d/);
+  const run = await json('/api/run');
+  assert.equal(psql(`SELECT count(*) FROM outbox WHERE aggregate_id = '${run.order_id}'`), '0');
+  await page.context().close();
+});
+
+test('no console errors; stopping the console leaves no process, database or slot behind', async () => {
+  assert.deepEqual(pageErrors, []);
+  await json('/api/run/stop', { method: 'POST' });
+  consoleProc.kill('SIGTERM');
+  await new Promise((r) => consoleProc.once('exit', r));
+  assert.deepEqual(demoProcesses(), []);
+  const left = execFileSync('psql', ['-XAt', pgURL, '-c',
+    `SELECT (SELECT count(*) FROM pg_database WHERE datname = '${info.database}') + (SELECT count(*) FROM pg_replication_slots WHERE slot_name = '${info.slot}')`],
+  { encoding: 'utf8' }).trim();
+  assert.equal(left, '0');
+  if (process.env.UPDATE_SCREENSHOTS) {
+    for (const f of ['console-desktop.png', 'console-phone.png']) { copyFileSync(path.join(shots, f), path.join(root, 'docs', 'img', f)); }
+  }
+});
