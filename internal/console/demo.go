@@ -110,7 +110,7 @@ func (d *demo) setup(ctx context.Context) error {
 	if d.dbURL, err = createDatabase(ctx, d.cfg.PGURL, d.dbName); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, d.cfg.Bin, "migrate", "--pg-url", d.dbURL).CombinedOutput()
+	out, err := exec.CommandContext(ctx, d.cfg.Bin, "migrate", "--demo", "--pg-url", d.dbURL).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("migrate demo database: %w: %s", err, out)
 	}
