@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -271,9 +270,10 @@ func activePID(pe *pgconn.PgError) int32 {
 }
 
 // stream runs the session's goroutines: the connection owner, the feeder and
-// the two drainers of the producer's result channels.
+// the two drainers of the producer's result channels. Closing the producer
+// after them is bounded (see producerSession.shutdown).
 func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
-	start pglogrepl.LSN, interval time.Duration, rejected map[uuid.UUID]bool) error {
+	start pglogrepl.LSN, interval time.Duration, rejected rejectedSet) error {
 	schema, table, _ := r.cfg.outboxTable()
 	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
 	// The session lives on past ctx while it drains; a producer error
@@ -281,7 +281,8 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	sctx, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, rejected
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, rejected
+	drained := ps.startDrainers()
 	dec := pgoutput.NewDecoder(schema, table)
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
@@ -304,10 +305,8 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		}
 		return err
 	})
-	g.Go(ps.successes)
-	g.Go(ps.errors)
 	err := g.Wait()
-	ps.client.Close()
+	ps.shutdown(drained)
 	if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

@@ -2,11 +2,9 @@ package cdc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -64,34 +62,86 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	if err != nil {
 		return res, fmt.Errorf("start Kafka producer: %w", err)
 	}
-	pctx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
-	var wg sync.WaitGroup
-	var published atomic.Int64
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for range prod.Successes() {
-			published.Add(1)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for pe := range prod.Errors() {
-			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
-		}
-	}()
-	rejected, scanErr := republishRows(pctx, &cfg, db, side, prod, lim.current(), badTopics, where, args, log)
-	prod.AsyncClose()
-	wg.Wait()
-	res.Published, res.Rejected = published.Load(), rejected
-	if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return res, cause
-	}
-	if scanErr != nil {
-		return res, scanErr
+	rp := &republisher{cfg: &cfg, side: side, log: log, maxBytes: lim.current(), badTopics: badTopics}
+	res, err = rp.run(ctx, db, prod, where, args)
+	if err != nil {
+		return res, err
 	}
 	return res, ctx.Err()
+}
+
+// republisher produces outbox rows through a dispatcher, like the relay:
+// at most one unacknowledged record per key in the producer, retriable
+// errors retried in place, records the broker can never accept recorded in
+// outbox_rejected, anything else the end of the run.
+type republisher struct {
+	cfg       *Config
+	side      *pgx.Conn // outbox_rejected writes; only the dispatch loop uses it
+	log       *slog.Logger
+	maxBytes  int
+	badTopics map[string]string
+	res       RepublishResult
+}
+
+func (rp *republisher) run(ctx context.Context, db *pgx.Conn, prod sarama.AsyncProducer, where string, args []any) (RepublishResult, error) {
+	d := newDispatcher(prod, rp.log, republishWindow, dispatchHooks{
+		admit:     rp.admit,
+		delivered: func(*pending) { rp.res.Published++ },
+		reject:    rp.reject,
+		tooLarge: func(_ context.Context, p *pending, err error) (string, error) {
+			return fmt.Sprintf("the broker refused the record (%d bytes) as too large: %v", p.size, err), nil
+		},
+		failed: func(*pending, error) {},
+	})
+	var drainers sync.WaitGroup
+	drainers.Add(2)
+	go func() { defer drainers.Done(); d.successes() }()
+	go func() { defer drainers.Done(); d.errors() }()
+
+	rctx, stop := context.WithCancel(ctx)
+	rows := make(chan *pending, republishWindow)
+	var scanErr error
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		defer close(rows)
+		scanErr = readRepublishRows(rctx, rp.cfg, db, rows, where, args)
+	}()
+	err := d.run(ctx, rows, true)
+	stop()
+	reader.Wait()
+	prod.AsyncClose()
+	drainers.Wait()
+	if err != nil {
+		return rp.res, err
+	}
+	return rp.res, scanErr
+}
+
+// republishWindow bounds the rows read ahead of the broker's acks.
+const republishWindow = 4096
+
+func (rp *republisher) admit(ctx context.Context, p *pending) (bool, error) {
+	if p.reason == "" {
+		p.reason = rp.badTopics[p.msg.Topic]
+	}
+	if p.reason == "" && p.size > rp.maxBytes {
+		p.reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (republish)", p.size, rp.maxBytes)
+	}
+	if p.reason != "" {
+		return false, rp.reject(ctx, p)
+	}
+	return true, nil
+}
+
+func (rp *republisher) reject(ctx context.Context, p *pending) error {
+	if err := recordRejected(ctx, rp.side, p.id, 0, p.msg.Topic, p.reason); err != nil {
+		return err
+	}
+	rp.res.Rejected++
+	rp.log.Warn("event rejected: recorded in outbox_rejected", "event_id", p.id, "topic", p.msg.Topic, "reason", p.reason)
+	return nil
 }
 
 // learnTopics ensures every topic of the range exists and learns its limit
@@ -135,15 +185,15 @@ func learnTopics(ctx context.Context, cfg *Config, db *pgx.Conn, lim *limits, wh
 	return bad, nil
 }
 
-func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
-	badTopics map[string]string, where string, args []any, log *slog.Logger) (int64, error) {
+// readRepublishRows sends the range's rows to out, in created_at order,
+// each with the reason it cannot be produced when it cannot.
+func readRepublishRows(ctx context.Context, cfg *Config, db *pgx.Conn, out chan<- *pending, where string, args []any) error {
 	rows, err := db.Query(ctx, `SELECT event_id, aggregate_type, aggregate_id, event_type, payload::text, headers::text, created_at
 		FROM outbox WHERE `+where+` ORDER BY created_at, ctid`, args...)
 	if err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
+		return fmt.Errorf("read outbox: %w", err)
 	}
 	defer rows.Close()
-	var rejected int64
 	for rows.Next() {
 		var (
 			e       outbox.Event
@@ -151,38 +201,33 @@ func republishRows(ctx context.Context, cfg *Config, db, side *pgx.Conn, prod sa
 			headers string
 		)
 		if err := rows.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.EventType, &payload, &headers, &e.CommitTime); err != nil {
-			return rejected, fmt.Errorf("read outbox row: %w", err)
+			return fmt.Errorf("read outbox row: %w", err)
 		}
 		e.Payload = []byte(payload)
 		hs, herr := outbox.StringHeaders([]byte(headers))
 		e.Headers = hs
 		msg, err := outbox.Message(&e, cfg.TopicPrefix)
-		reason := badTopics[e.Topic(cfg.TopicPrefix)]
+		p := &pending{id: e.ID, msg: msg}
 		switch {
-		case reason != "":
 		case herr != nil: // the relay's rule too: see pgoutput.RowError
-			reason = fmt.Sprintf("column headers: %v", herr)
+			p.reason = fmt.Sprintf("column headers: %v", herr)
 		case err != nil:
-			reason = err.Error()
-		case msg.ByteSize(recordVersion) > maxBytes:
-			reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (republish)", msg.ByteSize(recordVersion), maxBytes)
+			p.reason = err.Error()
 		}
-		if reason != "" {
-			if err := recordRejected(ctx, side, e.ID, 0, e.Topic(cfg.TopicPrefix), reason); err != nil {
-				return rejected, err
-			}
-			rejected++
-			log.Warn("event rejected: recorded in outbox_rejected", "event_id", e.ID, "reason", reason)
-			continue
+		if p.msg == nil {
+			p.msg = &sarama.ProducerMessage{}
 		}
+		p.msg.Topic = e.Topic(cfg.TopicPrefix)
+		p.msg.Metadata = p
+		p.size = p.msg.ByteSize(recordVersion)
 		select {
-		case prod.Input() <- msg:
+		case out <- p:
 		case <-ctx.Done():
-			return rejected, nil
+			return nil
 		}
 	}
 	if err := rows.Err(); err != nil && ctx.Err() == nil {
-		return rejected, fmt.Errorf("read outbox: %w", err)
+		return fmt.Errorf("read outbox: %w", err)
 	}
-	return rejected, nil
+	return nil
 }
