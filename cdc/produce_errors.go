@@ -61,10 +61,10 @@ func classifyProduceError(err error) produceClass {
 	case sarama.ErrMessageSizeTooLarge, sarama.ErrMessageSetSizeTooLarge:
 		return produceTooLarge
 	case sarama.ErrInvalidTimestamp, // outside the topic's message.timestamp.{before,after}.max.ms
-		sarama.ErrInvalidRecord,     // a broker-side record validation failed
-		sarama.ErrInvalidMessage,    // CORRUPT_MESSAGE: the record fails its CRC or a check of its content
-		sarama.ErrInvalidTopic,      // the broker calls the topic name invalid
-		sarama.ErrPolicyViolation:   // a broker policy refuses the record
+		sarama.ErrInvalidRecord,   // a broker-side record validation failed
+		sarama.ErrInvalidMessage,  // CORRUPT_MESSAGE: the record fails its CRC or a check of its content
+		sarama.ErrInvalidTopic,    // the broker calls the topic name invalid
+		sarama.ErrPolicyViolation: // a broker policy refuses the record
 		return produceReject
 	case sarama.ErrTopicAuthorizationFailed,
 		sarama.ErrClusterAuthorizationFailed,
