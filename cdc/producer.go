@@ -63,14 +63,17 @@ type producerSession struct {
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
 
-func newProducerSession(cfg *Config, lim *limits) (*producerSession, error) {
+func newProducerSession(ctx context.Context, cfg *Config, lim *limits) (*producerSession, error) {
 	maxBytes := lim.current()
 	sc, err := cfg.producerConfig(maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
+	client, err := connectKafka(ctx, cfg.Kafka.Brokers, sc)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		err = fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
 		if kafka.Unrecoverable(err) { // wrong credentials or an untrusted broker: retrying cannot help
 			return nil, fatal(kafka.Explain(err))
@@ -90,6 +93,33 @@ func newProducerSession(cfg *Config, lim *limits) (*producerSession, error) {
 		return nil, err
 	}
 	return &producerSession{cfg: cfg, limits: lim, client: client, prod: prod, topics: tp, maxBytes: maxBytes}, nil
+}
+
+// connectKafka is sarama.NewClient, given up when ctx ends: against an
+// unreachable cluster the client retries its first metadata request for many
+// seconds, and a shutdown must not wait for that. A client that connects
+// after ctx ended is closed at once.
+func connectKafka(ctx context.Context, brokers []string, sc *sarama.Config) (sarama.Client, error) {
+	type conn struct {
+		client sarama.Client
+		err    error
+	}
+	ch := make(chan conn, 1)
+	go func() {
+		c, err := sarama.NewClient(brokers, sc)
+		ch <- conn{c, err}
+	}()
+	select {
+	case c := <-ch:
+		return c.client, c.err
+	case <-ctx.Done():
+		go func() {
+			if c := <-ch; c.err == nil {
+				_ = c.client.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
 }
 
 // close discards a producer that never ran.

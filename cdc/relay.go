@@ -216,7 +216,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, err := newProducerSession(&r.cfg, r.limits)
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits)
 	if err != nil {
 		return err
 	}
