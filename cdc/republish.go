@@ -88,8 +88,11 @@ func (rp *republisher) run(ctx context.Context, db *pgx.Conn, prod sarama.AsyncP
 		admit:     rp.admit,
 		delivered: func(*pending) { rp.res.Published++ },
 		reject:    rp.reject,
+		// The limits were read before the producer was configured: a
+		// refusal means one changed during the run, and a new run reads
+		// it again and sets aside only what is over it.
 		tooLarge: func(_ context.Context, p *pending, err error) (string, error) {
-			return fmt.Sprintf("the broker refused the record (%d bytes) as too large: %v", p.size, err), nil
+			return "", fmt.Errorf("produce event %s to %s: %w (a topic's max.message.bytes changed during the run: run republish again)", p.id, p.msg.Topic, err)
 		},
 		failed: func(*pending, error) {},
 	})
