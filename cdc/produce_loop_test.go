@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/testenv"
 )
 
 // mockCluster is a one-broker sarama MockBroker leading partition 0 of
@@ -49,14 +51,34 @@ func mockProducer(t *testing.T, b *sarama.MockBroker) sarama.AsyncProducer {
 	return prod
 }
 
-func produceRequests(b *sarama.MockBroker) int {
-	n := 0
+// produced lists, per produce request the broker saw, the values of its
+// records in order. sarama keeps a request's records unexported; the mock
+// has decoded them, so they are read by reflection.
+func produced(b *sarama.MockBroker) [][]string {
+	var out [][]string
 	for _, rr := range b.History() {
-		if _, ok := rr.Request.(*sarama.ProduceRequest); ok {
-			n++
+		req, ok := rr.Request.(*sarama.ProduceRequest)
+		if !ok {
+			continue
 		}
+		var values []string
+		topics := reflect.ValueOf(req).Elem().FieldByName("records")
+		for _, topic := range topics.MapKeys() {
+			parts := topics.MapIndex(topic)
+			for _, part := range parts.MapKeys() {
+				batch := parts.MapIndex(part).FieldByName("RecordBatch")
+				if batch.IsNil() {
+					continue
+				}
+				recs := batch.Elem().FieldByName("Records")
+				for i := range recs.Len() {
+					values = append(values, string(recs.Index(i).Elem().FieldByName("Value").Bytes()))
+				}
+			}
+		}
+		out = append(out, values)
 	}
-	return n
+	return out
 }
 
 // TestRecordBehindARefusedOneWaits reproduces the reorder a refused record
@@ -68,15 +90,15 @@ func TestRecordBehindARefusedOneWaits(t *testing.T) {
 	const topic = "orders"
 	cases := []struct {
 		err      sarama.KError
-		want     []string // settlements, in order
-		requests int      // produce requests the broker saw
+		want     []string   // settlements, in order
+		requests [][]string // the records of each produce request the broker saw
 		fatal    bool
 	}{
-		{sarama.ErrUnknown, []string{"delivered A", "delivered B"}, 3, false},
-		{sarama.ErrOutOfOrderSequenceNumber, []string{"delivered A", "delivered B"}, 3, false},
-		{sarama.ErrInvalidTimestamp, []string{"rejected A", "delivered B"}, 2, false},
-		{sarama.ErrInvalidRecord, []string{"rejected A", "delivered B"}, 2, false},
-		{sarama.ErrTopicAuthorizationFailed, nil, 1, true},
+		{sarama.ErrUnknown, []string{"delivered A", "delivered B"}, [][]string{{"A"}, {"A"}, {"B"}}, false},
+		{sarama.ErrOutOfOrderSequenceNumber, []string{"delivered A", "delivered B"}, [][]string{{"A"}, {"A"}, {"B"}}, false},
+		{sarama.ErrInvalidTimestamp, []string{"rejected A", "delivered B"}, [][]string{{"A"}, {"B"}}, false},
+		{sarama.ErrInvalidRecord, []string{"rejected A", "delivered B"}, [][]string{{"A"}, {"B"}}, false},
+		{sarama.ErrTopicAuthorizationFailed, nil, [][]string{{"A"}}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.err.Error(), func(t *testing.T) {
@@ -122,8 +144,8 @@ func TestRecordBehindARefusedOneWaits(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Errorf("settled %v, want %v", got, c.want)
 			}
-			if n := produceRequests(b); n != c.requests {
-				t.Errorf("%d produce requests, want %d (B must not be sent while A is unsettled)", n, c.requests)
+			if got := produced(b); !slices.EqualFunc(got, c.requests, slices.Equal) {
+				t.Errorf("produce requests %v, want %v (B must not be sent while A is unsettled)", got, c.requests)
 			}
 		})
 	}
@@ -135,4 +157,35 @@ func testPending(topic, key, value string) *pending {
 	p.msg = &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(key), Value: sarama.StringEncoder(value), Metadata: p}
 	p.size = p.msg.ByteSize(recordVersion)
 	return p
+}
+
+// TestRepublishRetriesInPlaceBehindTheGate runs republish's producer side
+// against a MockBroker that refuses the first record once: the record is
+// sent again in place and the other record of its key only after it, so
+// the run publishes both in three requests instead of stopping (its error
+// handler used to end the run, leaving whatever sarama sent after the
+// failed record in the log).
+func TestRepublishRetriesInPlaceBehindTheGate(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	since := time.Now().Add(-time.Second)
+	insertEvent(t, db, uuid.New(), "k1", 64)
+	insertEvent(t, db, uuid.New(), "k1", 64)
+	b := mockCluster(t, "orders", sarama.NewMockProduceResponse(t).SetError("orders", 0, sarama.ErrUnknown), sarama.NewMockProduceResponse(t))
+	prod := mockProducer(t, b)
+	cfg := testConfig(t, url, []string{b.Addr()})
+	cfg.TopicPrefix = ""
+	rp := &republisher{cfg: &cfg, side: db, log: slog.New(slog.DiscardHandler), maxBytes: 1 << 20}
+	res, err := rp.run(context.Background(), connect(t, url), prod, "created_at >= $1", []any{since})
+	if err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	if res.Published != 2 || res.Rejected != 0 {
+		t.Fatalf("result %+v, want 2 published", res)
+	}
+	reqs := produced(b)
+	if len(reqs) != 3 || len(reqs[0]) != 1 || !slices.Equal(reqs[0], reqs[1]) || slices.Equal(reqs[1], reqs[2]) {
+		t.Fatalf("produce requests %v, want the refused record, it again, then the next of its key", reqs)
+	}
 }
