@@ -44,8 +44,10 @@ type ackTracker interface {
 }
 
 // producerSession is one stream session's Kafka side: it feeds events to an
-// idempotent async producer and drains both of its result channels. Any
-// producer error ends the session (CDC-RULES 14).
+// idempotent async producer through a dispatcher (at most one
+// unacknowledged record per key) and drains both of its result channels. A
+// refused record is retried in place, set aside in outbox_rejected, or ends
+// the session or the relay, by error class (classifyProduceError).
 type producerSession struct {
 	cfg      *Config
 	log      *slog.Logger
