@@ -175,7 +175,7 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) (bool, error)
 		return false, nil
 	}
 	if p.reason == "" {
-		if err := ps.topics.ensure(ctx, p.msg.Topic); err != nil {
+		if err := ps.ensureTopic(ctx, p.msg.Topic); err != nil {
 			if p.reason = rejection(err); p.reason == "" {
 				return false, err
 			}
@@ -192,6 +192,25 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) (bool, error)
 		return false, ps.reject(ctx, p)
 	}
 	return true, nil
+}
+
+// ensureTopic is topics.ensure, given up when ctx ends: against an
+// unreachable cluster its admin requests retry for many seconds, and a
+// shutdown must not wait for them. An abandoned call ends on its own once
+// the session has closed the client; nothing uses the session's topics
+// after that.
+func (ps *producerSession) ensureTopic(ctx context.Context, topic string) error {
+	if ps.topics.ensured[topic] {
+		return nil // the usual case, without a goroutine
+	}
+	done := make(chan error, 1)
+	go func() { done <- ps.topics.ensure(ctx, topic) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // reject records the event durably before acking past it (CDC-RULES 16).

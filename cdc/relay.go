@@ -289,8 +289,13 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix),
 		tr: tr, feed: feed, interval: interval, start: start, sent: start, confirm: r.onConfirm,
 	}
+	// The feeder stops when the stream is done, even while it waits on
+	// Kafka for a topic.
+	fctx, stopFeed := context.WithCancel(sctx)
+	defer stopFeed()
 	var g errgroup.Group
 	g.Go(func() error {
+		defer stopFeed()
 		defer close(feed)
 		err := st.run(ctx, sctx)
 		if err != nil {
@@ -299,7 +304,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		return err
 	})
 	g.Go(func() error {
-		err := ps.feed(sctx, feed)
+		err := ps.feed(fctx, feed)
 		if err != nil {
 			fail(err)
 		}

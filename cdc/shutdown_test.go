@@ -31,6 +31,10 @@ func TestShutdownIsBoundedWithoutBroker(t *testing.T) {
 
 	k.Kill(t)
 	w.txn(50, false, true) // read, never acknowledged
+	// An event to a topic the session has not used yet: the feeder asks
+	// the (unreachable) cluster about it.
+	mustExec(t, db, `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
+		VALUES (gen_random_uuid(), 'payments', 'p1', 'payment.created', '{}')`)
 	waitFor(t, 30*time.Second, "events in flight", func() bool { return metricValue(t, r, "eventforge_cdc_in_flight_events") > 0 })
 	time.Sleep(2 * time.Second) // the producer retries against the refusing broker
 	assertStopsWithin(t, r, bound)
