@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -26,7 +25,7 @@ import (
 func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng outboxRange, lsn pglogrepl.LSN) error {
 	began := time.Now()
 	r.log.Info("backfilling outbox rows committed before the new slot", "since", sinceText(rng), "consistent_point", lsn)
-	ps, err := newProducerSession(&r.cfg, r.limits)
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits)
 	if err != nil {
 		return err
 	}
@@ -36,7 +35,8 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 	bctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, map[uuid.UUID]bool{}
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, rejectedSet{}
+	drained := ps.startDrainers()
 	var g errgroup.Group
 	g.Go(func() error {
 		err := ps.feed(bctx, feed)
@@ -45,8 +45,6 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 		}
 		return err
 	})
-	g.Go(ps.successes)
-	g.Go(ps.errors)
 	n, err := r.feedSnapshot(bctx, snap, tr, feed, rng)
 	if err == nil {
 		tr.Commit(lsn)
@@ -57,7 +55,7 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 	}
 	close(feed)
 	_ = g.Wait()
-	ps.client.Close()
+	ps.shutdown(drained)
 	if cause := context.Cause(bctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}

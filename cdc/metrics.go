@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		}, []string{"topic"}),
 		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventforge_cdc_publish_errors_total",
-			Help: "Records the producer returned as failed; each ends the stream session.",
+			Help: "Records the producer returned as failed: each is retried in place, set aside in outbox_rejected or stops the relay, by error class.",
 		}),
 		confirmedLSN: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eventforge_cdc_confirmed_lsn",
@@ -102,7 +102,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		}),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventforge_cdc_rejected_total",
-			Help: "Events recorded in outbox_rejected instead of being produced (too large, invalid topic, a row the decoder refuses).",
+			Help: "Events recorded in outbox_rejected instead of being produced (too large, invalid topic, a record the broker refuses for good, a row the decoder refuses).",
 		}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventforge_cdc_ignored_changes_total",

@@ -26,14 +26,16 @@ var errLimitLowered = errors.New("a topic accepts smaller records than the produ
 
 // pending is one event between the stream and the broker's ack.
 type pending struct {
-	msg    *sarama.ProducerMessage
-	rec    outbox.Record // msg's storage for an event the stream built
-	tok    ack.Token
-	size   int // sarama's encoded size of the record
-	id     uuid.UUID
-	lsn    pglogrepl.LSN // the INSERT's WAL position
-	commit time.Time     // the transaction's commit time
-	reason string        // set when the event cannot be produced at all
+	msg      *sarama.ProducerMessage
+	rec      outbox.Record // msg's storage for an event the stream built
+	tok      ack.Token
+	size     int // sarama's encoded size of the record
+	id       uuid.UUID
+	lsn      pglogrepl.LSN // the INSERT's WAL position
+	commit   time.Time     // the transaction's commit time
+	reason   string        // set when the event cannot be produced at all
+	key      string        // ordering key in the keyGate
+	attempts int           // sends refused with a retriable error
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.
@@ -42,8 +44,10 @@ type ackTracker interface {
 }
 
 // producerSession is one stream session's Kafka side: it feeds events to an
-// idempotent async producer and drains both of its result channels. Any
-// producer error ends the session (CDC-RULES 14).
+// idempotent async producer through a dispatcher (at most one
+// unacknowledged record per key) and drains both of its result channels. A
+// refused record is retried in place, set aside in outbox_rejected, or ends
+// the session or the relay, by error class (classifyProduceError).
 type producerSession struct {
 	cfg      *Config
 	log      *slog.Logger
@@ -55,21 +59,23 @@ type producerSession struct {
 	topics   *topics
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
-	rejected map[uuid.UUID]bool // already in outbox_rejected: skipped on replay
-	suspects bool               // limits had refusals when the session began
-	fail     func(error)
+	rejected rejectedSet // already in outbox_rejected: skipped on replay
+	disp     *dispatcher
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
 
-func newProducerSession(cfg *Config, lim *limits) (*producerSession, error) {
+func newProducerSession(ctx context.Context, cfg *Config, lim *limits) (*producerSession, error) {
 	maxBytes := lim.current()
 	sc, err := cfg.producerConfig(maxBytes)
 	if err != nil {
 		return nil, err
 	}
-	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
+	client, err := connectKafka(ctx, cfg.Kafka.Brokers, sc)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		err = fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
 		if kafka.Unrecoverable(err) { // wrong credentials or an untrusted broker: retrying cannot help
 			return nil, fatal(kafka.Explain(err))
@@ -89,6 +95,33 @@ func newProducerSession(cfg *Config, lim *limits) (*producerSession, error) {
 		return nil, err
 	}
 	return &producerSession{cfg: cfg, limits: lim, client: client, prod: prod, topics: tp, maxBytes: maxBytes}, nil
+}
+
+// connectKafka is sarama.NewClient, given up when ctx ends: against an
+// unreachable cluster the client retries its first metadata request for many
+// seconds, and a shutdown must not wait for that. A client that connects
+// after ctx ended is closed at once.
+func connectKafka(ctx context.Context, brokers []string, sc *sarama.Config) (sarama.Client, error) {
+	type conn struct {
+		client sarama.Client
+		err    error
+	}
+	ch := make(chan conn, 1)
+	go func() {
+		c, err := sarama.NewClient(brokers, sc)
+		ch <- conn{c, err}
+	}()
+	select {
+	case c := <-ch:
+		return c.client, c.err
+	case <-ctx.Done():
+		go func() {
+			if c := <-ch; c.err == nil {
+				_ = c.client.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
 }
 
 // close discards a producer that never ran.
@@ -114,74 +147,70 @@ func drainAll(p sarama.AsyncProducer) {
 	wg.Wait()
 }
 
-// feed hands events to the producer until in closes or ctx ends, then closes
-// the producer's input. It checks sizes and records rejections, so the
-// stream goroutine never waits on Kafka or on these writes.
+// feed hands events to the producer, at most one unacknowledged record per
+// key (see keyGate), and settles the producer's results, until in closes or
+// ctx ends; then it closes the producer. It checks sizes and records
+// rejections, so the stream goroutine never waits on Kafka or on these
+// writes.
 func (ps *producerSession) feed(ctx context.Context, in <-chan *pending) error {
 	defer ps.prod.AsyncClose()
-	// Refusals are recorded only by a failing session: none appear in this one.
-	ps.suspects = ps.limits.anyRefused()
-	for {
-		var p *pending
-		ok := true
-		select {
-		case p, ok = <-in: // while events queue, without a full select
-		default:
-			select {
-			case p, ok = <-in:
-			case <-ctx.Done():
-				return nil
-			}
-		}
-		if !ok || ctx.Err() != nil {
-			return nil
-		}
-		if err := ps.handle(ctx, p); err != nil {
-			return err
-		}
-	}
+	return ps.dispatcher().run(ctx, in, false)
 }
 
-func (ps *producerSession) handle(ctx context.Context, p *pending) error {
+// dispatcher is the session's dispatcher, made on first use.
+func (ps *producerSession) dispatcher() *dispatcher {
+	if ps.disp == nil {
+		ps.disp = newDispatcher(ps.prod, ps.log, ps.cfg.MaxInFlightEvents, dispatchHooks{
+			admit: ps.handle, delivered: ps.delivered, reject: ps.reject, tooLarge: ps.tooLarge, failed: ps.failed,
+		})
+	}
+	return ps.disp
+}
+
+// handle checks an event before it goes to the producer: false when it was
+// settled here (recorded by an earlier session, or set aside now).
+func (ps *producerSession) handle(ctx context.Context, p *pending) (bool, error) {
 	if ps.skipReplay(p) {
 		ps.tr.Ack(p.tok) // recorded by an earlier session
-		return nil
+		return false, nil
 	}
 	if p.reason == "" {
-		if err := ps.topics.ensure(ctx, p.msg.Topic); err != nil {
+		if err := ps.ensureTopic(ctx, p.msg.Topic); err != nil {
 			if p.reason = rejection(err); p.reason == "" {
-				return err
+				return false, err
 			}
-			return ps.reject(ctx, p)
+			return false, ps.reject(ctx, p)
 		}
 		if ps.limits.current() < ps.maxBytes {
-			return errLimitLowered
+			return false, errLimitLowered
 		}
-		n := 0
-		if ps.suspects {
-			n = ps.limits.refusals(p.id.String())
-		}
-		switch {
-		case p.size > ps.maxBytes:
+		if p.size > ps.maxBytes {
 			p.reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (--max-message-bytes, or the smallest max.message.bytes of the relay's topics)", p.size, ps.maxBytes)
-		case n >= 2:
-			p.reason = fmt.Sprintf("the broker refused the record (%d bytes) as too large %d times", p.size, n)
 		}
 	}
 	if p.reason != "" {
-		return ps.reject(ctx, p)
+		return false, ps.reject(ctx, p)
 	}
+	return true, nil
+}
+
+// ensureTopic is topics.ensure, given up when ctx ends: against an
+// unreachable cluster its admin requests retry for many seconds, and a
+// shutdown must not wait for them. An abandoned call ends on its own once
+// the session has closed the client; nothing uses the session's topics
+// after that.
+func (ps *producerSession) ensureTopic(ctx context.Context, topic string) error {
+	if ps.topics.ensured[topic] {
+		return nil // the usual case, without a goroutine
+	}
+	done := make(chan error, 1)
+	go func() { done <- ps.topics.ensure(ctx, topic) }()
 	select {
-	case ps.prod.Input() <- p.msg:
-	default:
-		select {
-		case ps.prod.Input() <- p.msg:
-		case <-ctx.Done():
-			return nil
-		}
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	failpoint.Hit(failpoint.CDCAfterProduceBeforeAck)
-	return nil
 }
 
 // reject records the event durably before acking past it (CDC-RULES 16).
@@ -189,27 +218,23 @@ func (ps *producerSession) reject(ctx context.Context, p *pending) error {
 	if err := recordRejected(ctx, ps.db, p.id, p.lsn, p.msg.Topic, p.reason); err != nil {
 		return err
 	}
-	ps.rejected[p.id] = true
+	ps.rejected.add(p.id, p.lsn)
 	ps.m.rejected.Inc()
 	ps.log.Warn("event rejected: recorded in outbox_rejected", append(eventAttrs(p), "lsn", p.lsn, "topic", p.msg.Topic, "reason", p.reason)...)
 	ps.tr.Ack(p.tok)
 	return nil
 }
 
-// successes acks each delivered event; it returns when the producer closes.
-func (ps *producerSession) successes() error {
-	for msg := range ps.prod.Successes() {
-		p := msg.Metadata.(*pending)
-		ps.tr.Ack(p.tok)
-		failpoint.Hit(failpoint.CDCAfterAckBeforeConfirm)
-		c := ps.counters(msg.Topic)
-		c.events.Inc()
-		c.bytes.Add(float64(p.size))
-		if !p.commit.IsZero() {
-			ps.m.commitToAck.Observe(time.Since(p.commit).Seconds())
-		}
+// delivered acks an event the broker acknowledged.
+func (ps *producerSession) delivered(p *pending) {
+	ps.tr.Ack(p.tok)
+	failpoint.Hit(failpoint.CDCAfterAckBeforeConfirm)
+	c := ps.counters(p.msg.Topic)
+	c.events.Inc()
+	c.bytes.Add(float64(p.size))
+	if !p.commit.IsZero() {
+		ps.m.commitToAck.Observe(time.Since(p.commit).Seconds())
 	}
-	return nil
 }
 
 // topicCounters are the published counters of one topic.
@@ -250,28 +275,56 @@ func eventAttrs(p *pending) []any {
 // headers column may carry it, and logs follow it end to end.
 const traceparentHeader = "traceparent"
 
-// errors drains failures: the first ends the session, since sarama moves on
-// after a failed record and later ones could land behind a gap.
-func (ps *producerSession) errors() error {
-	first := true
-	for pe := range ps.prod.Errors() {
-		ps.m.publishErrors.Inc()
-		p, _ := pe.Msg.Metadata.(*pending)
-		if p != nil && errors.Is(pe.Err, sarama.ErrMessageSizeTooLarge) {
-			ps.limits.refused(pe.Msg.Topic, p.id.String())
-		}
-		if first {
-			first = false
-			err := fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err)
-			if p != nil {
-				err = fmt.Errorf("produce event %s to %s: %w", p.id, pe.Msg.Topic, pe.Err)
-				ps.log.Warn("publish failed; the session restarts", append(eventAttrs(p), "topic", pe.Msg.Topic, "error", pe.Err)...)
-			}
-			ps.fail(err)
-			// Records still buffered must fail rather than land behind the
-			// failed one; a closed client makes every later send fail.
-			_ = ps.client.Close()
-		}
+// failed counts an error the producer handed back.
+func (ps *producerSession) failed(*pending, error) { ps.m.publishErrors.Inc() }
+
+// tooLarge decides on a record the broker refused as too large: the topic's
+// limit is read again. A record over it is set aside with the broker's
+// reason; otherwise its batch was too large, and the session restarts with
+// the lower limit (the replay skips nothing: no event was recorded).
+func (ps *producerSession) tooLarge(_ context.Context, p *pending, err error) (string, error) {
+	conf, lerr := ps.topics.topicConfig(p.msg.Topic)
+	if lerr != nil {
+		return "", fmt.Errorf("produce event %s to %s: %w; then %w", p.id, p.msg.Topic, err, lerr)
 	}
-	return nil
+	limit := conf.maxMessageBytes - batchOverhead
+	if p.size <= limit && limit < ps.maxBytes {
+		ps.limits.set(p.msg.Topic, limit)
+		return "", errLimitLowered
+	}
+	return fmt.Sprintf("the broker refused the record (%d bytes) as too large (topic max.message.bytes %d): %v", p.size, limit+batchOverhead, err), nil
+}
+
+// producerCloseGrace bounds how long a session waits for the producer to
+// close once the session is over; the drain before it is bounded by
+// --shutdown-timeout.
+const producerCloseGrace = 2 * time.Second
+
+// startDrainers drains the producer's two result channels into the
+// dispatcher; the returned channel closes once the producer closed both.
+func (ps *producerSession) startDrainers() <-chan struct{} {
+	d := ps.dispatcher()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); d.successes() }()
+	go func() { defer wg.Done(); d.errors() }()
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+// shutdown ends a session's producer (feed closed its input): closing the
+// client first makes records still in sarama fail at once instead of being
+// retried against an unreachable broker; nothing acked is lost, since the
+// stream confirmed only acked events. It waits at most producerCloseGrace:
+// the drainers end on their own when sarama gives up.
+func (ps *producerSession) shutdown(drained <-chan struct{}) {
+	_ = ps.client.Close()
+	t := time.NewTimer(producerCloseGrace)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+		ps.log.Warn("the Kafka producer did not close in time; going on without it", "waited", producerCloseGrace)
+	}
 }

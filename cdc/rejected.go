@@ -25,20 +25,46 @@ func recordRejected(ctx context.Context, conn *pgx.Conn, id uuid.UUID, lsn pglog
 	return nil
 }
 
-// loadRejected returns the events at or after from that are already in
+// rejectedKey is one INSERT set aside: its event id and WAL position. The
+// position tells it apart from a later row with the same event id (allowed
+// once the first row is deleted), which must be produced.
+type rejectedKey struct {
+	id  uuid.UUID
+	lsn pglogrepl.LSN
+}
+
+// rejectedSet holds the INSERTs already in outbox_rejected.
+type rejectedSet map[rejectedKey]struct{}
+
+func (s rejectedSet) add(id uuid.UUID, lsn pglogrepl.LSN) { s[rejectedKey{id, lsn}] = struct{}{} }
+
+func (s rejectedSet) has(id uuid.UUID, lsn pglogrepl.LSN) bool {
+	_, ok := s[rejectedKey{id, lsn}]
+	return ok
+}
+
+// loadRejected returns the INSERTs at or after from that are already in
 // outbox_rejected, so a replay skips them instead of producing them.
-func loadRejected(ctx context.Context, conn *pgx.Conn, from pglogrepl.LSN) (map[uuid.UUID]bool, error) {
-	rows, err := conn.Query(ctx, "SELECT event_id FROM outbox_rejected WHERE lsn >= $1::pg_lsn", from.String())
+func loadRejected(ctx context.Context, conn *pgx.Conn, from pglogrepl.LSN) (rejectedSet, error) {
+	rows, err := conn.Query(ctx, "SELECT event_id, lsn::text FROM outbox_rejected WHERE lsn >= $1::pg_lsn", from.String())
 	if err != nil {
 		return nil, fmt.Errorf("read outbox_rejected: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	out := rejectedSet{}
+	var (
+		id  uuid.UUID
+		pos string
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &pos}, func() error {
+		lsn, err := pglogrepl.ParseLSN(pos)
+		if err != nil {
+			return err
+		}
+		out.add(id, lsn)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read outbox_rejected: %w", err)
-	}
-	out := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
 	}
 	return out, nil
 }
@@ -85,9 +111,10 @@ func (s *stream) setAside(ctx context.Context, err error, lsn pglogrepl.LSN) err
 	}
 }
 
-// skipReplay reports whether p was recorded in outbox_rejected by an earlier
-// session. A row whose event id could not be read (uuid.Nil) is recorded
-// again instead: the insert is idempotent per (event_id, lsn).
+// skipReplay reports whether p's INSERT (event id and WAL position) was
+// recorded in outbox_rejected by an earlier session. A row whose event id
+// could not be read (uuid.Nil) is recorded again instead: the insert is
+// idempotent per (event_id, lsn).
 func (ps *producerSession) skipReplay(p *pending) bool {
-	return p.id != uuid.Nil && ps.rejected[p.id]
+	return p.id != uuid.Nil && ps.rejected.has(p.id, p.lsn)
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -245,7 +244,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, err := newProducerSession(&r.cfg, r.limits)
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits)
 	if err != nil {
 		return err
 	}
@@ -303,16 +302,18 @@ func activePID(pe *pgconn.PgError) int32 {
 }
 
 // stream runs the session's goroutines: the connection owner, the feeder and
-// the two drainers of the producer's result channels.
+// the two drainers of the producer's result channels. Closing the producer
+// after them is bounded (see producerSession.shutdown).
 func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
-	start pglogrepl.LSN, interval, silence time.Duration, rejected map[uuid.UUID]bool) error {
+	start pglogrepl.LSN, interval, silence time.Duration, rejected rejectedSet) error {
 	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
 	// The session lives on past ctx while it drains; a producer error
 	// cancels it with its cause.
 	sctx, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.fail, ps.rejected = r.log, r.m, tr, db, fail, rejected
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, rejected
+	drained := ps.startDrainers()
 	dec := r.decoder()
 	dec.SetPayloadKind(outbox.KindOf(r.catalog.Types[r.cfg.Mapping.Payload]))
 	dec.BorrowEvents() // publish builds the record before the next receive
@@ -320,8 +321,13 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.cfg.Mapping),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
+	// The feeder stops when the stream is done, even while it waits on
+	// Kafka for a topic.
+	fctx, stopFeed := context.WithCancel(sctx)
+	defer stopFeed()
 	var g errgroup.Group
 	g.Go(func() error {
+		defer stopFeed()
 		defer close(feed)
 		err := st.run(ctx, sctx)
 		if err != nil {
@@ -330,21 +336,19 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		return err
 	})
 	g.Go(func() error {
-		err := ps.feed(sctx, feed)
+		err := ps.feed(fctx, feed)
 		if err != nil {
 			fail(err)
 		}
 		return err
 	})
-	g.Go(ps.successes)
-	g.Go(ps.errors)
 	wctx, stopWatch := context.WithCancel(sctx)
 	watched := make(chan struct{})
 	go func() { defer close(watched); r.watchKafka(wctx, ps.client) }()
 	err := g.Wait()
 	stopWatch()
 	<-watched
-	ps.client.Close()
+	ps.shutdown(drained)
 	if cause := context.Cause(sctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -68,34 +67,90 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	if err != nil {
 		return res, fmt.Errorf("start Kafka producer: %w", err)
 	}
-	pctx, fail := context.WithCancelCause(ctx)
-	defer fail(nil)
-	var wg sync.WaitGroup
-	var published atomic.Int64
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for range prod.Successes() {
-			published.Add(1)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for pe := range prod.Errors() {
-			fail(fmt.Errorf("produce to %s: %w", pe.Msg.Topic, pe.Err))
-		}
-	}()
-	rejected, scanErr := republishRows(pctx, &cfg, cat, db, side, prod, lim.current(), badTopics, rng, log)
-	prod.AsyncClose()
-	wg.Wait()
-	res.Published, res.Rejected = published.Load(), rejected
-	if cause := context.Cause(pctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return res, cause
-	}
-	if scanErr != nil {
-		return res, scanErr
+	rp := &republisher{cfg: &cfg, cat: cat, side: side, log: log, maxBytes: lim.current(), badTopics: badTopics}
+	res, err = rp.run(ctx, db, prod, rng)
+	if err != nil {
+		return res, err
 	}
 	return res, ctx.Err()
+}
+
+// republisher produces outbox rows through a dispatcher, like the relay:
+// at most one unacknowledged record per key in the producer, retriable
+// errors retried in place, records the broker can never accept recorded in
+// outbox_rejected, anything else the end of the run.
+type republisher struct {
+	cfg       *Config
+	cat       *outbox.Catalog // the mapping, checked against the table
+	side      *pgx.Conn // outbox_rejected writes; only the dispatch loop uses it
+	log       *slog.Logger
+	maxBytes  int
+	badTopics map[string]string
+	res       RepublishResult
+}
+
+func (rp *republisher) run(ctx context.Context, db *pgx.Conn, prod sarama.AsyncProducer, rng outboxRange) (RepublishResult, error) {
+	d := newDispatcher(prod, rp.log, republishWindow, dispatchHooks{
+		admit:     rp.admit,
+		delivered: func(*pending) { rp.res.Published++ },
+		reject:    rp.reject,
+		// The limits were read before the producer was configured: a
+		// refusal means one changed during the run, and a new run reads
+		// it again and sets aside only what is over it.
+		tooLarge: func(_ context.Context, p *pending, err error) (string, error) {
+			return "", fmt.Errorf("produce event %s to %s: %w (a topic's max.message.bytes changed during the run: run republish again)", p.id, p.msg.Topic, err)
+		},
+		failed: func(*pending, error) {},
+	})
+	var drainers sync.WaitGroup
+	drainers.Add(2)
+	go func() { defer drainers.Done(); d.successes() }()
+	go func() { defer drainers.Done(); d.errors() }()
+
+	rctx, stop := context.WithCancel(ctx)
+	rows := make(chan *pending, republishWindow)
+	var scanErr error
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		defer close(rows)
+		scanErr = readRepublishRows(rctx, rp.cfg, rp.cat, db, rows, rng)
+	}()
+	err := d.run(ctx, rows, true)
+	stop()
+	reader.Wait()
+	prod.AsyncClose()
+	drainers.Wait()
+	if err != nil {
+		return rp.res, err
+	}
+	return rp.res, scanErr
+}
+
+// republishWindow bounds the rows read ahead of the broker's acks.
+const republishWindow = 4096
+
+func (rp *republisher) admit(ctx context.Context, p *pending) (bool, error) {
+	if p.reason == "" {
+		p.reason = rp.badTopics[p.msg.Topic]
+	}
+	if p.reason == "" && p.size > rp.maxBytes {
+		p.reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (republish)", p.size, rp.maxBytes)
+	}
+	if p.reason != "" {
+		return false, rp.reject(ctx, p)
+	}
+	return true, nil
+}
+
+func (rp *republisher) reject(ctx context.Context, p *pending) error {
+	if err := recordRejected(ctx, rp.side, p.id, 0, p.msg.Topic, p.reason); err != nil {
+		return err
+	}
+	rp.res.Rejected++
+	rp.log.Warn("event rejected: recorded in outbox_rejected", "event_id", p.id, "topic", p.msg.Topic, "reason", p.reason)
+	return nil
 }
 
 // learnTopics ensures every topic of the range exists and learns its limit
@@ -135,35 +190,25 @@ func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQue
 	return bad, nil
 }
 
-func republishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQuerier, side *pgx.Conn, prod sarama.AsyncProducer, maxBytes int,
-	badTopics map[string]string, rng outboxRange, log *slog.Logger) (int64, error) {
-	var rejected int64
+// readRepublishRows sends the range's rows to out, in readOutbox's order,
+// each with the reason it cannot be produced when it cannot.
+func readRepublishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQuerier, out chan<- *pending, rng outboxRange) error {
 	build := outbox.NewBuilder(cfg.TopicPrefix).WithFormat(&cat.Mapping)
 	err := readOutbox(ctx, q, cat, rng, republishCommand, func(row *outbox.Row) error {
 		e := &row.Event
-		rec := new(outbox.Record)
-		err := build.Build(rec, e)
-		msg := &rec.Msg
-		reason := badTopics[e.Topic(cfg.TopicPrefix)]
-		switch {
-		case reason != "":
+		p := &pending{id: e.ID}
+		switch err := build.Build(&p.rec, e); {
 		case row.Problem != "": // the relay's rule too: see pgoutput.RowError
-			reason = row.Problem
+			p.reason = row.Problem
 		case err != nil:
-			reason = err.Error()
-		case msg.ByteSize(recordVersion) > maxBytes:
-			reason = fmt.Sprintf("record of %d bytes exceeds the limit of %d bytes (republish)", msg.ByteSize(recordVersion), maxBytes)
+			p.reason = err.Error()
 		}
-		if reason != "" {
-			if err := recordRejected(ctx, side, e.ID, 0, e.Topic(cfg.TopicPrefix), reason); err != nil {
-				return err
-			}
-			rejected++
-			log.Warn("event rejected: recorded in outbox_rejected", "event_id", e.ID, "reason", reason)
-			return nil
-		}
+		p.msg = &p.rec.Msg
+		p.msg.Topic = build.Topic(e)
+		p.msg.Metadata = p
+		p.size = p.msg.ByteSize(recordVersion)
 		select {
-		case prod.Input() <- msg:
+		case out <- p:
 			return nil
 		case <-ctx.Done():
 			return errStopped
@@ -172,7 +217,7 @@ func republishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQ
 	if errors.Is(err, errStopped) {
 		err = nil // the caller reports why ctx ended
 	}
-	return rejected, err
+	return err
 }
 
 // republishCommand names `outbox republish` in errors about the mapping.
