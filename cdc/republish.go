@@ -82,7 +82,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 type republisher struct {
 	cfg       *Config
 	cat       *outbox.Catalog // the mapping, checked against the table
-	side      *pgx.Conn // outbox_rejected writes; only the dispatch loop uses it
+	side      *pgx.Conn       // outbox_rejected writes; only the dispatch loop uses it
 	log       *slog.Logger
 	maxBytes  int
 	badTopics map[string]string
