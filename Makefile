@@ -63,7 +63,7 @@ console-test: build up
 
 # Property-based fuzz of the HTTP API against its OpenAPI document with
 # schemathesis (pinned, installed from PyPI into .eventforge/venv), then a
-# SQL check that no rejected request wrote a row (issue 8). About 30-45 s.
+# SQL check that no rejected request wrote a row. About 30-45 s.
 api-fuzz: build up
 	@deploy/local/apifuzz.sh
 
@@ -97,7 +97,7 @@ fuzz-smoke:
 			echo "warn $$0 $$1: context deadline exceeded without a failing input (golang/go#75804)"; exit 0; fi; \
 		if [ $$rc -eq 0 ]; then echo "ok   $$0 $$1"; else echo "FAIL $$0 $$1"; echo "$$out"; fi; exit $$rc'
 
-# Chaos run (issue 5) on PRIVATE services under .eventforge/chaos: load with
+# Chaos run on PRIVATE services under .eventforge/chaos: load with
 # labelled commit outcomes, SIGKILLs of relays and workers, broker and
 # PostgreSQL restarts, then the lost/phantom/order/double-applied check.
 # Not part of make test.
@@ -105,7 +105,7 @@ DURATION ?= 120s
 chaos: build
 	$(GO) run ./cmd/eventforge-chaos --bin $(BIN) --duration $(DURATION)
 
-# The benchmark of issue 7 on the local services (docs/bench.md): backlog
+# The benchmark on the local services (docs/bench.md): backlog
 # drain against pg_recvlogical, steady-state latency, worker apply rate.
 # Prints a table, writes .eventforge/bench/results.json. Not part of make
 # test; at full size it takes about 15 minutes. Example of a smaller run:

@@ -35,7 +35,7 @@ const (
 )
 
 // maxStatusInterval caps the interval between standby status updates; the
-// server's wal_sender_timeout/2 lowers it further (CDC-RULES 4).
+// server's wal_sender_timeout/2 lowers it further (docs/design.md#status-cadence).
 const maxStatusInterval = 10 * time.Second
 
 // Config is everything the relay needs. Start from DefaultConfig; zero

@@ -18,7 +18,7 @@ import (
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
-// The failure-window matrix of the relay (CDC-RULES 21): the real binary is
+// The failure-window matrix of the relay (docs/design.md#failure-windows): the real binary is
 // killed by a failpoint at one point of its pipeline, then restarted without
 // it. Each test checks durable facts only: the slot's confirmed_flush_lsn,
 // which transactions the slot will replay (peeked from the slot itself), and

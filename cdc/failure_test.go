@@ -39,7 +39,7 @@ func waitDistinct(t testing.TB, col *collector, want map[uuid.UUID]int, timeout 
 
 // TestSlotNeverPassesUnackedEvents stops a private broker with events
 // committed but not acked: the slot must not confirm their transaction. After
-// the broker is back every event arrives and the slot moves (CDC-RULES 1-3, 14).
+// the broker is back every event arrives and the slot moves (docs/design.md#flush-confirms, #confirm-by-end-lsn, #ordered-acks, #produce-error-ends-session).
 func TestSlotNeverPassesUnackedEvents(t *testing.T) {
 	t.Parallel() // mostly waits for a private server to start
 	env := testenv.Shared(t)
@@ -142,7 +142,7 @@ func TestMissingPublicationIsAnError(t *testing.T) {
 
 // TestLostSlotIsAnError invalidates the slot on a private cluster
 // (max_slot_wal_keep_size exceeded): the relay stops with the recovery,
-// never streams from a recreated slot (CDC-RULES 11).
+// never streams from a recreated slot (docs/design.md#no-silent-slot-recreation).
 func TestLostSlotIsAnError(t *testing.T) {
 	t.Parallel() // mostly waits for a private server to start
 	pg := testenv.StartPostgres(t)
@@ -181,7 +181,7 @@ func TestLostSlotIsAnError(t *testing.T) {
 // TestStatusUpdatesBeatWalSenderTimeout runs against a server with a 2s
 // wal_sender_timeout, idle and under backpressure (a 50-event window): the
 // relay derives its status interval from the server and is never dropped
-// for a replication timeout (CDC-RULES 4).
+// for a replication timeout (docs/design.md#status-cadence).
 func TestStatusUpdatesBeatWalSenderTimeout(t *testing.T) {
 	t.Parallel() // mostly waits for a private server to start
 	pg := testenv.StartPostgres(t)

@@ -13,8 +13,8 @@ import (
 )
 
 // maintain runs beside the stream sessions on its own connection: heartbeats
-// (CDC-RULES 10), slot sampling for metrics, and throttled relay_state
-// writes (CDC-RULES 11). Failures are logged and retried on the next tick;
+// (docs/design.md#heartbeat), slot sampling for metrics, and throttled relay_state
+// writes (docs/design.md#no-silent-slot-recreation). Failures are logged and retried on the next tick;
 // they never stop the relay. On exit it writes the last confirmed position.
 func (r *Relay) maintain(ctx context.Context) {
 	var (

@@ -34,7 +34,7 @@ func metricValue(t testing.TB, r *running, name string) float64 {
 
 // TestHeartbeatKeepsSlotNearWALEnd writes only to another table: heartbeats
 // travel through the slot and their confirmation keeps the slot's lag small
-// (CDC-RULES 10).
+// (docs/design.md#heartbeat).
 func TestHeartbeatKeepsSlotNearWALEnd(t *testing.T) {
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)

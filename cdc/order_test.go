@@ -117,7 +117,7 @@ func firstOccurrenceViolations(byKey map[string][]uuid.UUID, got map[string][]uu
 }
 
 // TestPerKeyOrderAcrossBrokerRestarts reproduces the bug the chaos run found
-// (CDC-RULES 14, 20): while a relay streams many keys of single-row
+// (docs/design.md#produce-error-ends-session, #labelled-writes): while a relay streams many keys of single-row
 // transactions to a private broker, the broker is killed and stopped
 // mid-stream and started again. A send that failed must never be overtaken
 // by records buffered behind it: read back by an independent consumer,

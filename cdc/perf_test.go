@@ -17,7 +17,7 @@ import (
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
-// TestBigTransactionMemory runs in make test (issue 3: a million-row
+// TestBigTransactionMemory runs in make test (a million-row
 // transaction under 300 MB). The others measure and are not part of the
 // normal run:
 //
@@ -78,7 +78,7 @@ const bulkInsert = `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, 
 	FROM generate_series(%d, %d) AS g`
 
 // TestBigTransactionMemory relays one 1,000,000-row transaction through a
-// relay subprocess and reports its peak RSS (issue 3: under 300 MB).
+// relay subprocess and reports its peak RSS (target: under 300 MB).
 func TestBigTransactionMemory(t *testing.T) {
 	const rows = 1_000_000
 	env := testenv.Shared(t)

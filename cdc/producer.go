@@ -213,7 +213,7 @@ func (ps *producerSession) ensureTopic(ctx context.Context, topic string) error 
 	}
 }
 
-// reject records the event durably before acking past it (CDC-RULES 16).
+// reject records the event durably before acking past it (docs/design.md#rejected-records).
 func (ps *producerSession) reject(ctx context.Context, p *pending) error {
 	if err := recordRejected(ctx, ps.db, p.id, p.lsn, p.msg.Topic, p.reason); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
-// TestTooLargeRecordsAreRecordedAndSkipped covers CDC-RULES 16 both ways: a
+// TestTooLargeRecordsAreRecordedAndSkipped covers docs/design.md#rejected-records both ways: a
 // record over the relay's limit is recorded locally; one the broker refuses
 // (the topic's limit was lowered underneath) is recorded after the relay
 // learns the new limit. The stream goes on past both.

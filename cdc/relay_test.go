@@ -17,7 +17,7 @@ import (
 )
 
 // writer writes outbox events with a global sequence number in commit order
-// and remembers which committed and which rolled back (CDC-RULES 20).
+// and remembers which committed and which rolled back (docs/design.md#labelled-writes).
 type writer struct {
 	t          testing.TB
 	db         *pgx.Conn

@@ -73,7 +73,7 @@ func TestRepublishResendsRangeWithOriginalIDs(t *testing.T) {
 }
 
 // TestSurvivesPostgresImmediateRestart crashes a private PostgreSQL under the
-// relay (CDC-RULES 6): the relay reconnects by itself and every committed
+// relay (docs/design.md#permanent-slot): the relay reconnects by itself and every committed
 // event arrives, duplicates allowed.
 func TestSurvivesPostgresImmediateRestart(t *testing.T) {
 	t.Parallel() // mostly waits for a private server to start

@@ -263,7 +263,7 @@ func walSenderTimeout(ctx context.Context, conn *pgx.Conn) (time.Duration, error
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// statusInterval is CDC-RULES 4's bound: at most 10s and at most half the
+// statusInterval is docs/design.md#status-cadence's bound: at most 10s and at most half the
 // server's wal_sender_timeout.
 func statusInterval(configured, walSenderTimeout time.Duration) time.Duration {
 	d := maxStatusInterval

@@ -32,7 +32,7 @@ const pollInterval = 250 * time.Millisecond
 const ackedStatusGap = 100 * time.Millisecond
 
 // stream owns the replication connection of one session: it alone receives
-// from it and sends status updates (CDC-RULES 5).
+// from it and sends status updates (docs/design.md#one-owner).
 type stream struct {
 	cfg      *Config
 	log      *slog.Logger
@@ -217,7 +217,7 @@ func (s *stream) statusDue(now time.Time) bool {
 }
 
 // waitRoom waits for acks while the window is full, confirming on schedule
-// so the server never times the connection out (CDC-RULES 4).
+// so the server never times the connection out (docs/design.md#status-cadence).
 func (s *stream) waitRoom(stop, ctx context.Context) error {
 	began := time.Now()
 	defer func() { s.m.backpressureSec.Add(time.Since(began).Seconds()) }()
@@ -273,7 +273,7 @@ func (s *stream) drain(ctx context.Context) {
 }
 
 // position is what may be confirmed: the acked watermark, or the server's
-// WAL end when nothing is open or in flight (CDC-RULES 1, 4). Never backwards.
+// WAL end when nothing is open or in flight (docs/design.md#flush-confirms, #status-cadence). Never backwards.
 func (s *stream) position() pglogrepl.LSN {
 	pos := max(s.start, s.tr.Watermark(), s.sent)
 	if s.tr.Idle() && s.serverEnd > pos {
@@ -283,7 +283,7 @@ func (s *stream) position() pglogrepl.LSN {
 }
 
 // sendStatus confirms position(): write, flush and apply all set to it, since
-// pglogrepl would fill zero ones from write (CDC-RULES 1). When the server
+// pglogrepl would fill zero ones from write (docs/design.md#flush-confirms). When the server
 // has been silent for a status interval the update asks for a reply, so a
 // live server is never silent for long; the write has a deadline, so a
 // dead peer cannot block it.

@@ -8,7 +8,7 @@ import (
 	"github.com/eventforge/eventforge/cdc/ack"
 )
 
-// TestPosition checks what a status update confirms (CDC-RULES 1-4): the
+// TestPosition checks what a status update confirms (docs/design.md#flush-confirms, #confirm-by-end-lsn, #ordered-acks, #status-cadence): the
 // acked watermark, the server's WAL end only when nothing is open or in
 // flight, never below the start or below what was already sent.
 func TestPosition(t *testing.T) {

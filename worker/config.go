@@ -159,7 +159,7 @@ func (c Config) consumerConfig() *sarama.Config {
 	sc.Metadata.AllowAutoTopicCreation = false
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	// Offsets are committed by the Runner, only for marked messages, and
-	// marked only after their transaction committed (CDC-RULES 17).
+	// marked only after their transaction committed (docs/design.md#inbox).
 	sc.Consumer.Offsets.AutoCommit.Enable = false
 	sc.Consumer.Return.Errors = true
 	// Eager sticky: every rebalance ends the session, which tells each claim

@@ -1,5 +1,5 @@
 // Package worker applies EventForge events from Kafka to PostgreSQL exactly
-// once in effect, with the inbox pattern (CDC-RULES 17–19).
+// once in effect, with the inbox pattern (docs/design.md#inbox, #offsets-forward, #bounded-retries).
 //
 // A Runner is a member of a Kafka consumer group. For each event it opens one
 // transaction, inserts the event's row into processed_events (consumer,

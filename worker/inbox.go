@@ -52,7 +52,7 @@ SELECT $1, id FROM unnest($2::uuid[]) AS t(id)
 ON CONFLICT DO NOTHING RETURNING event_id`
 )
 
-// ApplyOnce applies ev for consumer exactly once in effect (CDC-RULES 17):
+// ApplyOnce applies ev for consumer exactly once in effect (docs/design.md#inbox):
 // in one transaction it inserts the event's processed_events row, and only
 // if that row is new runs h; then it commits. A concurrent delivery of the
 // same event waits on the first one's row and then finds it: at most one

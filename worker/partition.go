@@ -163,7 +163,7 @@ func (p *partitionWorker) attempt(ctx context.Context, mode string, f func(conte
 
 // deadLetter produces m's dead letter and waits for the broker's ack before
 // returning, retrying until it gets one or the session ends: only then may
-// the caller mark the original offset (CDC-RULES 19).
+// the caller mark the original offset (docs/design.md#bounded-retries).
 func (p *partitionWorker) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error, attempts int) error {
 	if hook := p.r.cfg.hooks.beforeDeadLetter; hook != nil {
 		hook(m)

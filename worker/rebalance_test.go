@@ -59,7 +59,7 @@ func highWatermarks(t testing.TB, brokers []string, topic string) map[int32]int6
 // is in the middle of a batch (slow handler, 50 events per transaction).
 // The rebalance revokes partitions under the running batch; afterwards every
 // event took effect exactly once, both workers applied some, and the group's
-// committed offsets end at each partition's high watermark (CDC-RULES 17, 18).
+// committed offsets end at each partition's high watermark (docs/design.md#inbox, #offsets-forward).
 func TestRebalanceDuringBatch(t *testing.T) {
 	// Six partitions of 200 events, batches of 50 at 100 ms per event: each
 	// batch takes 5 s, so about 15 s of work remain when B joins after the

@@ -1,6 +1,6 @@
 // Package ack tracks which replicated transactions Kafka has fully
 // acknowledged, so the relay confirms to PostgreSQL only what is durable
-// (CDC-RULES 2, 3, 4, 7).
+// (docs/design.md#confirm-by-end-lsn, #ordered-acks, #status-cadence, #bounded-memory).
 //
 // Transactions are recorded in commit order, each with its end LSN and a
 // counter of events still in flight. The watermark is the end LSN of the
@@ -184,7 +184,7 @@ func (t *Tracker) HasRoom() bool {
 func (t *Tracker) Changed() <-chan struct{} { return t.changed }
 
 // Idle reports whether no transaction is open and nothing is in flight: then
-// everything received is confirmed by Watermark (CDC-RULES 4).
+// everything received is confirmed by Watermark (docs/design.md#status-cadence).
 func (t *Tracker) Idle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

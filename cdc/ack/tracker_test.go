@@ -196,7 +196,7 @@ func TestPendingTransactionsBounded(t *testing.T) {
 }
 
 // TestLargeTransactionIsOneEntry: a million-row transaction is one entry
-// and a counter (CDC-RULES 7).
+// and a counter (docs/design.md#bounded-memory).
 func TestLargeTransactionIsOneEntry(t *testing.T) {
 	tr := New(100, 1<<20)
 	tr.Begin()

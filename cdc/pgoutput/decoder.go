@@ -17,7 +17,7 @@ import (
 )
 
 // HeartbeatPrefix is the logical message prefix of the relay's heartbeats
-// (CDC-RULES 10).
+// (docs/design.md#heartbeat).
 const HeartbeatPrefix = "eventforge.heartbeat"
 
 // Kind says what a decoded message asks of the relay.
@@ -58,7 +58,7 @@ type Item struct {
 	CommitTime time.Time     // Begin, Event's transaction and Commit
 	Event      *outbox.Event // KindEvent; Event.CommitTime = the Begin's commit time
 	CommitLSN  pglogrepl.LSN // Commit
-	EndLSN     pglogrepl.LSN // Commit: TransactionEndLSN, what the relay confirms (CDC-RULES 2)
+	EndLSN     pglogrepl.LSN // Commit: TransactionEndLSN, what the relay confirms (docs/design.md#confirm-by-end-lsn)
 	Prefix     string        // KindHeartbeat: the logical message prefix
 	Op         string        // KindIgnored: "update", "delete" or "truncate"
 
@@ -141,7 +141,7 @@ func (d *Decoder) SetPayloadKind(kind outbox.PayloadKind) { d.kind, d.kindSet = 
 func (d *Decoder) BorrowEvents() { d.borrow = true }
 
 // Reset forgets cached relations and any open transaction. Call it on every
-// reconnect (CDC-RULES 8): the server sends Relation messages again.
+// reconnect (docs/design.md#relation-cache): the server sends Relation messages again.
 func (d *Decoder) Reset() {
 	clear(d.relations)
 	d.inTxn = false

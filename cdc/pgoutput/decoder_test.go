@@ -234,7 +234,7 @@ func TestDecodeStreamedIsUnsupported(t *testing.T) {
 }
 
 // TestResetForgetsRelations: after a reconnect an INSERT whose Relation was
-// sent on the old connection is an error, not a guess (CDC-RULES 8).
+// sent on the old connection is an error, not a guess (docs/design.md#relation-cache).
 func TestResetForgetsRelations(t *testing.T) {
 	msgs := loadCapture(t, "insert_one") // Begin, Relation, Insert, Commit
 	d := NewDecoder("public", "outbox")

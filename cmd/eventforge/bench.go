@@ -33,7 +33,7 @@ Each measurement gets a fresh database (and drops it, with its slots, at the end
   worker  pre-fill a topic, then time worker run (subprocess) in batch mode and one by one
 
 CPU seconds per million events and peak RSS are the relay's or worker's. Prints a table with the
-targets of issue 7 (PASS/MISS) and writes JSON.`,
+performance targets (PASS/MISS) and writes JSON.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := lf.logger(cmd.ErrOrStderr())

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make api-fuzz: property-based fuzz of the orders API against its own OpenAPI
-# document (issue 8). schemathesis generates valid and invalid requests from
+# document. schemathesis generates valid and invalid requests from
 # GET /openapi.json and checks every answer: no 5xx, status codes, content
 # types, headers and bodies as documented, auth enforced. Then SQL checks
 # that no rejected request wrote a row: the orders and outbox rows are

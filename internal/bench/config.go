@@ -1,4 +1,4 @@
-// Package bench measures EventForge on real services (issue 7): how fast the
+// Package bench measures EventForge on real services: how fast the
 // relay drains a backlog compared with pg_recvlogical on the same WAL, its
 // commit-to-ack latency and slot lag under an open-loop writer, and how fast
 // the worker applies a pre-filled topic — each with the CPU time and peak RSS
@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Defaults of the bench (the sizes of issue 7).
+// Defaults of the bench (the sizes the targets are set for, docs/bench.md).
 const (
 	DefaultEvents             = 1_000_000
 	DefaultSteadyDuration     = 60 * time.Second

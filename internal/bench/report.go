@@ -61,7 +61,7 @@ type Row struct {
 	Error       string   `json:"error,omitempty"`
 }
 
-// Target is one goal of issue 7 with what was measured against it.
+// Target is one performance goal (docs/bench.md#targets) with what was measured against it.
 type Target struct {
 	Name     string `json:"name"`
 	Want     string `json:"want"`
@@ -154,7 +154,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			busy, r.Machine.NumCPU)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Targets (issue 7):")
+	fmt.Fprintln(w, "Targets:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, t := range r.Targets {
 		fmt.Fprintf(tw, "  %s\t%s\twant %s\tmeasured %s\n", t.Status, t.Name, t.Want, t.Measured)
@@ -201,7 +201,7 @@ func bytesText(v *int64) string {
 	}
 }
 
-// Evaluate compares the results with the targets of issue 7. A target whose
+// Evaluate compares the results with the targets (docs/bench.md#targets). A target whose
 // rows are missing (stage not run, or failed) is "n/a", never a PASS.
 func Evaluate(rows []Row) []Target {
 	var out []Target

@@ -5,7 +5,7 @@ import "github.com/google/uuid"
 // Outcome is what the load generator knows about a write's commit.
 type Outcome int
 
-// Commit outcomes (CDC-RULES 20). Unknown ones are resolved against the
+// Commit outcomes (docs/design.md#labelled-writes). Unknown ones are resolved against the
 // database before the check.
 const (
 	Unknown Outcome = iota

@@ -1,4 +1,4 @@
-// Package chaos is EventForge's Jepsen-style run (issue 5, CDC-RULES 20):
+// Package chaos is EventForge's Jepsen-style run (docs/design.md#labelled-writes):
 // private PostgreSQL and Kafka, a load generator that labels every write by
 // its commit outcome, two relays on one slot, a worker group of three and a
 // schedule of SIGKILLs, broker restarts and PostgreSQL immediate restarts.

@@ -11,7 +11,7 @@ import (
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
-// TestChaos30s is the short chaos run of make test (issue 5): the real
+// TestChaos30s is the short chaos run of make test: the real
 // runner on its own private PostgreSQL and Kafka, 30 seconds of labelled
 // load under SIGKILLs of relays and workers and PostgreSQL immediate
 // restarts, then the full check. Any violation

@@ -1,6 +1,6 @@
 // Package failpoint lets a test make an EventForge process die or hang at a
 // named point of the relay or the worker, to prove what survives a crash in
-// each failure window (CDC-RULES 21).
+// each failure window (docs/design.md#failure-windows).
 //
 // Points are off unless the process was started with the environment
 // variable EVENTFORGE_FAILPOINTS, which main reads once (Setup) before any

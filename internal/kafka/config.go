@@ -78,7 +78,7 @@ type ProducerOptions struct {
 	MaxMessageBytes int // default sarama's (1,000,000)
 }
 
-// IdempotentProducer returns the configuration of CDC-RULES 13: idempotent,
+// IdempotentProducer returns the configuration of docs/design.md#idempotent-producer: idempotent,
 // acks from all in-sync replicas, one open request per broker, retries on,
 // the Java client's partitioner, and both result channels enabled (rule 14:
 // the caller drains both).
@@ -90,7 +90,7 @@ func (c Config) IdempotentProducer(o ProducerOptions) *sarama.Config {
 	// Retriable errors (a leader moving, a broker restarting) are retried for
 	// about ten minutes (backoff capped at 1s): an error handed back while
 	// later records still go out would let them land ahead of a gap and break
-	// per-key order (CDC-RULES 14). sarama keeps a slot per retry level and
+	// per-key order (docs/design.md#produce-error-ends-session). sarama keeps a slot per retry level and
 	// partition, so the cap is a number, not infinity.
 	sc.Producer.Retry.Max = 600
 	sc.Producer.Retry.BackoffFunc = cappedBackoff(100*time.Millisecond, time.Second)

@@ -119,7 +119,7 @@ func TestIdempotentProducerFlush(t *testing.T) {
 				t.Errorf("flush bytes %d, frequency %s, messages %d; want %d, %s, 0", f.Bytes, f.Frequency, f.Messages, tc.wantBytes, tc.wantWait)
 			}
 			if !sc.Producer.Idempotent || sc.Net.MaxOpenRequests != 1 || sc.Producer.RequiredAcks != sarama.WaitForAll {
-				t.Error("CDC-RULES 13 settings changed")
+				t.Error("docs/design.md#idempotent-producer settings changed")
 			}
 			if err := sc.Validate(); err != nil {
 				t.Errorf("sarama rejects the configuration: %v", err)

@@ -28,7 +28,7 @@ var ErrUnsafe = errors.New("refusing to prune")
 //  4. Every slot in relay_state (the slots EventForge relays stream from)
 //     exists, is not lost, and confirms p within RelayWait. A relay confirms
 //     a position only once the broker has acknowledged every event of every
-//     transaction ending at or below it (CDC-RULES 3).
+//     transaction ending at or below it (docs/design.md#ordered-acks).
 //
 // A relay_state row whose slot is missing or lost refuses too: the recovery
 // republishes from the outbox table, and needs the rows.

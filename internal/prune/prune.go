@@ -36,7 +36,7 @@ type Result struct {
 // on it. It returns what it deleted so far also when it fails or ctx ends.
 //
 // Deleting outbox rows emits no events: the publication publishes inserts
-// only (CDC-RULES 9).
+// only (docs/design.md#insert-only-publication).
 func Run(ctx context.Context, db DB, cfg Config, log *slog.Logger) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err

@@ -1,4 +1,4 @@
--- INSERTs only (CDC-RULES 9): deleting published outbox rows never needs a
+-- INSERTs only (docs/design.md#insert-only-publication): deleting published outbox rows never needs a
 -- replica identity and never emits events.
 DO $$
 BEGIN

@@ -1,5 +1,5 @@
 -- Records the relay refused to publish (for example larger than the broker
--- accepts): written durably before the relay confirms past them (CDC-RULES 16).
+-- accepts): written durably before the relay confirms past them (docs/design.md#rejected-records).
 CREATE TABLE IF NOT EXISTS outbox_rejected (
     event_id    uuid NOT NULL,
     lsn         pg_lsn NOT NULL,
@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS outbox_rejected (
 
 -- One row per slot this database's relays have streamed from. A slot that is
 -- missing although a row says it confirmed positions before must not be
--- recreated silently (CDC-RULES 11).
+-- recreated silently (docs/design.md#no-silent-slot-recreation).
 CREATE TABLE IF NOT EXISTS relay_state (
     slot_name     text PRIMARY KEY,
     confirmed_lsn pg_lsn NOT NULL,
