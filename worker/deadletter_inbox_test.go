@@ -140,4 +140,3 @@ func replay(t testing.TB, f *fixture) {
 		t.Fatal(err)
 	}
 }
-

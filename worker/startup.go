@@ -37,6 +37,9 @@ func waitForDatabase(ctx context.Context, db DB, o *outage, b backoff) error {
 			o.ok("start-up")
 			return nil
 		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("wait for PostgreSQL: %w", ctx.Err())
+		}
 		if IsFatalConnect(err) {
 			return fmt.Errorf("connect to PostgreSQL: %w", err)
 		}

@@ -1,0 +1,126 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker"
+)
+
+// TestRunnerWaitsOutBlackholedDatabase: a database that stops answering
+// without refusing (a dropped route: every statement and connection attempt
+// runs into a timeout) is waited out. Although MaxAttempts is 2 and each
+// transaction times out after 500 ms, no event is dead-lettered, readiness
+// says why the worker waits, and every event is applied exactly once after
+// the route heals.
+func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
+	const n = 200
+	f := newFixture(t, 2)
+	proxy := startProxy(t, "127.0.0.1:0", pgHost(t, f.dbURL))
+	pool, err := pgxpool.New(context.Background(), proxy.via(t, f.dbURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	ids := make([]string, n)
+	evs := make([]*outbox.Event, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("order-%03d", i)
+		evs[i] = f.orderEvent(ids[i])
+	}
+	f.insertOrders(t, ids...)
+	// Slow the handler so the black hole finds events in flight.
+	slow := worker.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev worker.Event) error {
+		time.Sleep(5 * time.Millisecond)
+		return counting(ctx, tx, ev)
+	})
+	cfg := f.config()
+	cfg.MaxAttempts = 2
+	cfg.ApplyTimeout = 500 * time.Millisecond
+	cfg.BatchSize = 4
+	r := start(t, cfg, pool, slow)
+	produce(t, f.brokers, evs...)
+	waitFor(t, 30*time.Second, "some events applied", func() bool { return r.events(f.topic, resultApplied) >= n/10 })
+
+	proxy.blackhole()
+	time.Sleep(4 * time.Second) // several apply timeouts per partition
+	if d := r.events(f.topic, resultDLQ); d != 0 {
+		t.Fatalf("%d events dead-lettered while the database was black-holed", d)
+	}
+	if err := r.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "database outage") {
+		t.Fatalf("Ready = %v while the database is black-holed, want the outage", err)
+	}
+	proxy.heal()
+	waitFor(t, 60*time.Second, "every event handled", func() bool {
+		return f.count(t, `SELECT count(*) FROM processed_events`) == n
+	})
+	waitFor(t, 15*time.Second, "ready again", func() bool { return r.Ready(context.Background()) == nil })
+	if d := r.events(f.topic, resultDLQ); d != 0 {
+		t.Errorf("%d events dead-lettered", d)
+	}
+	if got := f.count(t, `SELECT count(*) FROM orders WHERE amount = 1`); got != n {
+		t.Errorf("%d of %d orders applied exactly once", got, n)
+	}
+	t.Logf("applied %d, duplicates %d, outage errors %v", r.events(f.topic, resultApplied), r.events(f.topic, resultDuplicate),
+		r.metric("eventforge_worker_outage_errors_total", "cause", "database"))
+}
+
+// pgHost is the host:port of a PostgreSQL URL.
+func pgHost(t testing.TB, u string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+}
+
+// TestRunnerMissingSchema: a database without processed_events stops the
+// Runner at start-up with "run eventforge migrate" instead of dead-lettering
+// the topic; a table that disappears at run time (a wrong database behind a
+// failover, a botched migration) makes the partitions wait, and they resume
+// when it is back.
+func TestRunnerMissingSchema(t *testing.T) {
+	f := newFixture(t, 1)
+	f.insertOrders(t, "a", "b")
+	produce(t, f.brokers, f.orderEvent("a"))
+	skip := worker.HandlerFunc(func(context.Context, pgx.Tx, worker.Event) error { return worker.ErrSkip })
+
+	f.exec(t, `ALTER TABLE processed_events RENAME TO processed_events_away`)
+	r := start(t, f.config(), f.pool, skip)
+	err := r.exited(t, 30*time.Second)
+	if !errors.Is(err, worker.ErrSchema) || !strings.Contains(err.Error(), "eventforge migrate") {
+		t.Fatalf("Run on an unmigrated database returned %v, want ErrSchema naming eventforge migrate", err)
+	}
+	if n := r.events(f.topic, resultDLQ); n != 0 {
+		t.Fatalf("%d events dead-lettered", n)
+	}
+
+	f.exec(t, `ALTER TABLE processed_events_away RENAME TO processed_events`)
+	r = start(t, f.config(), f.pool, counting)
+	waitFor(t, 30*time.Second, "first event applied", func() bool { return r.events(f.topic, resultApplied) == 1 })
+	f.exec(t, `ALTER TABLE orders RENAME TO orders_away`)
+	produce(t, f.brokers, f.orderEvent("b"))
+	waitFor(t, 15*time.Second, "readiness reporting the missing table", func() bool {
+		err := r.Ready(context.Background())
+		return err != nil && strings.Contains(err.Error(), "eventforge migrate")
+	})
+	time.Sleep(time.Second) // more than MaxAttempts retries
+	if n := r.events(f.topic, resultDLQ); n != 0 {
+		t.Fatalf("%d events dead-lettered while a table was missing", n)
+	}
+	f.exec(t, `ALTER TABLE orders_away RENAME TO orders`)
+	waitFor(t, 30*time.Second, "second event applied", func() bool { return r.events(f.topic, resultApplied) == 2 })
+	if n := r.events(f.topic, resultDLQ); n != 0 {
+		t.Errorf("%d events dead-lettered", n)
+	}
+}
