@@ -41,7 +41,7 @@ func waitForDatabase(ctx context.Context, db DB, o *outage, b backoff) error {
 			return fmt.Errorf("wait for PostgreSQL: %w", ctx.Err())
 		}
 		if IsFatalConnect(err) {
-			return fmt.Errorf("connect to PostgreSQL: %w", err)
+			return err
 		}
 		wait := b.delay(n)
 		o.fail("start-up", "cannot reach PostgreSQL; waiting", err, "retry_in", wait)

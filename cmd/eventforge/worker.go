@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -106,39 +107,67 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	if err != nil {
 		return fmt.Errorf("invalid PostgreSQL URL %s", f.pg.redacted())
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg) // connects lazily
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
 	}
 	defer pool.Close()
-	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
-	}
-	handler, err := workerHandler(ctx, pool, spec, log)
-	if err != nil {
-		return err
-	}
-	guard, err := privileges.Worker(handlerStatements(spec)).Verify(ctx, f.pg.url, log)
-	if err != nil {
-		return err
-	}
-	runner, err := worker.New(cfg, pool, handler)
-	if err != nil {
-		return err
-	}
 
+	// /healthz and /readyz answer while the worker waits for PostgreSQL.
 	ready := &ops.Readiness{}
-	ready.Add("consumer-group", runner.Ready)
+	ready.Add("consumer-group", func(context.Context) error { return errors.New("starting: waiting for PostgreSQL") })
 	ready.Add("database", func(ctx context.Context) error { return pool.Ping(ctx) })
 	g, gctx := errgroup.WithContext(ctx)
+	srvCtx, stopServer := context.WithCancel(gctx)
 	g.Go(func() error {
-		return ops.Serve(gctx, f.metricsAddr, ops.Handler(reg, ready, pprofOption(f.pprof)...), log)
+		return ops.Serve(srvCtx, f.metricsAddr, ops.Handler(reg, ready, pprofOption(f.pprof)...), log)
 	})
+	var guard *privileges.Guard
 	g.Go(func() error {
+		defer stopServer()
+		runner, gd, err := startWorker(gctx, f, cfg, pool, spec)
+		guard = gd
+		if err != nil || runner == nil {
+			return err
+		}
+		ready.Add("consumer-group", runner.Ready)
 		log.Info("worker starting", "group", cfg.Group, "topics", cfg.Topics, "pg", f.pg.redacted(), "handlers", f.handlers)
 		return runner.Run(gctx)
 	})
-	return kafka.Explain(guard.Explain(g.Wait()))
+	err = g.Wait()
+	if guard != nil {
+		err = guard.Explain(err)
+	}
+	return kafka.Explain(err)
+}
+
+// startWorker waits for PostgreSQL, as the relay does, then compiles the
+// handlers, checks the privileges and returns the Runner; a nil Runner and
+// error when ctx ended first. What waiting cannot mend (a refused password,
+// an unknown database, a missing table) fails at once.
+func startWorker(ctx context.Context, f *workerRunFlags, cfg worker.Config, pool *pgxpool.Pool, spec *sqlhandler.Spec) (*worker.Runner, *privileges.Guard, error) {
+	if err := worker.WaitForDatabase(ctx, pool, cfg.Logger); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
+	}
+	if err := worker.CheckSchema(ctx, pool); err != nil {
+		return nil, nil, err
+	}
+	handler, err := workerHandler(ctx, pool, spec, cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	guard, err := privileges.Worker(handlerStatements(spec)).Verify(ctx, f.pg.url, cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	runner, err := worker.New(cfg, pool, handler)
+	if err != nil {
+		return nil, guard, err
+	}
+	return runner, guard, nil
 }
 
 // positive rejects zero and negative numbers given to flags, which the
