@@ -48,8 +48,13 @@ together with its processed_events (consumer, event_id) row; the offset is commi
 so a crash redelivers and the inbox drops what was already applied.
 
 Failures are retried in place (the partition waits, so per-key order holds), up to --max-attempts attempts
-and --max-retry-time, then dead-lettered to <topic>.dlq. An unreachable database is waited for without
-spending attempts. Malformed records are dead-lettered at once.
+and --max-retry-time, then dead-lettered to <topic>.dlq. A database that is unreachable (also by timeout),
+out of resources or shutting down, and missing tables or columns (a wrong or unmigrated database) are waited
+for without spending attempts, never dead-lettered. Malformed records are dead-lettered at once. A copy of a
+dead-lettered event is a duplicate; dlq replay applies it once.
+
+At start-up the worker waits for PostgreSQL (with backoff), and exits with one line when waiting cannot
+help: a refused role or password, an unknown database, a database without processed_events.
 
 Without --handlers every event is only recorded in the inbox (counted as skipped).`,
 		Args: cobra.NoArgs,
