@@ -85,18 +85,14 @@ func Replay(producer sarama.SyncProducer, plan Plan) ([]Replayed, error) {
 	return done, nil
 }
 
-// MaxRecordBytes is the size of the largest record the plan republishes
-// (key, value and headers), to size a producer that must accept it: the
-// default limit of 1 MB would refuse a larger record the original topic
-// accepts.
+// MaxRecordBytes is the size of the largest record the plan republishes,
+// as the producer counts it, to size a producer that must accept it: the
+// default limit of 1 MB would refuse a larger record that the original
+// topic accepts.
 func (p Plan) MaxRecordBytes() int {
 	largest := 0
 	for _, l := range p.Replay {
-		n := len(l.Key) + len(l.Value) + len(HeaderReplay) + 64
-		for _, h := range l.Headers {
-			n += len(h.Key) + len(h.Value)
-		}
-		largest = max(largest, n)
+		largest = max(largest, l.Republish().ByteSize(2)) // record batches (v2): headers count
 	}
 	return largest
 }
