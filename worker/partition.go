@@ -94,8 +94,8 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 		}
 		p.r.m.batchFallbacks.Inc()
 		level := slog.LevelInfo
-		if classify(err).waits() {
-			level = slog.LevelDebug // the first event's wait logs the outage
+		if k := classify(err); k.waits() || k == kindTimeout {
+			level = slog.LevelDebug // the first event's attempt logs the outage, or its retry
 		}
 		p.log.Log(ctx, level, "batch failed; applying its events one by one", "events", len(evs), "error", err)
 	}
