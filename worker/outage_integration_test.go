@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/testenv"
 	"github.com/eventforge/eventforge/worker"
 )
 
@@ -19,11 +21,12 @@ import (
 // without refusing (a dropped route: every statement and connection attempt
 // runs into a timeout) is waited out. Although MaxAttempts is 2 and each
 // transaction times out after 500 ms, no event is dead-lettered, readiness
-// says why the worker waits, and every event is applied exactly once after
-// the route heals.
+// says why the worker waits, every event is applied exactly once after the
+// route heals, and the log holds one WARN line for the whole outage (not one
+// per partition and retry) and one line when it ends.
 func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
 	const n = 200
-	f := newFixture(t, 2)
+	f := newFixture(t, 4)
 	proxy := startProxy(t, "127.0.0.1:0", pgHost(t, f.dbURL))
 	pool, err := pgxpool.New(context.Background(), proxy.via(t, f.dbURL))
 	if err != nil {
@@ -44,6 +47,8 @@ func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
 		return counting(ctx, tx, ev)
 	})
 	cfg := f.config()
+	var logs testenv.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.MaxAttempts = 2
 	cfg.ApplyTimeout = 500 * time.Millisecond
 	cfg.BatchSize = 4
@@ -70,8 +75,20 @@ func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
 	if got := f.count(t, `SELECT count(*) FROM orders WHERE amount = 1`); got != n {
 		t.Errorf("%d of %d orders applied exactly once", got, n)
 	}
-	t.Logf("applied %d, duplicates %d, outage errors %v", r.events(f.topic, resultApplied), r.events(f.topic, resultDuplicate),
-		r.metric("eventforge_worker_outage_errors_total", "cause", "database"))
+	failures := r.metric("eventforge_worker_outage_errors_total", "cause", "database")
+	warn, ended := 0, 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		switch {
+		case strings.Contains(line, "level=WARN"):
+			warn++
+		case strings.Contains(line, "outage ended"):
+			ended++
+		}
+	}
+	if warn != 1 || ended != 1 || failures < 2 {
+		t.Errorf("%d WARN lines and %d end lines for an outage of %v failures, want 1 and 1:\n%s", warn, ended, failures, logs.String())
+	}
+	t.Logf("applied %d, duplicates %d, outage failures %v", r.events(f.topic, resultApplied), r.events(f.topic, resultDuplicate), failures)
 }
 
 // pgHost is the host:port of a PostgreSQL URL.
