@@ -40,7 +40,7 @@ func TestWorkerRunStartupErrors(t *testing.T) {
 		want []string
 	}{
 		{"unknown YAML key", append(base, "--handlers", badYAML), nil, []string{"bad.yaml", "field expect_row not found"}},
-		{"bad SQL", append(base, "--handlers", badSQL), nil, []string{`handler "order.created"`, `relation "ordrs" does not exist`}},
+		{"bad SQL", append(base, "--handlers", badSQL), nil, []string{`handler "order.created"`, `relation "ordrs" does not exist`, "eventforge migrate"}},
 		{"missing file", append(base, "--handlers", filepath.Join(dir, "none.yaml")), nil, []string{"read handlers file"}},
 		{"no group", []string{"worker", "run", "--topics", f.topic}, nil, []string{"no consumer group"}},
 		{"no topics", []string{"worker", "run", "--group", f.group}, nil, []string{"no topics"}},

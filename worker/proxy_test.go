@@ -1,8 +1,6 @@
 package worker_test
 
 import (
-	"errors"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -126,10 +124,7 @@ func (p *tcpProxy) pipe(dst, src net.Conn) {
 				return
 			}
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return
-			}
+		if err != nil { // EOF or a closed connection: close both ways
 			return
 		}
 	}
