@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -139,5 +141,41 @@ func TestRunnerMissingSchema(t *testing.T) {
 	waitFor(t, 30*time.Second, "second event applied", func() bool { return r.events(f.topic, resultApplied) == 2 })
 	if n := r.events(f.topic, resultDLQ); n != 0 {
 		t.Errorf("%d events dead-lettered", n)
+	}
+}
+
+// TestRunnerOutageSpendsNoRetryTime: the time a partition waits out an
+// outage does not count against MaxRetryTime, so an event that meets one
+// transient failure after a long outage is retried, not dead-lettered at
+// once.
+func TestRunnerOutageSpendsNoRetryTime(t *testing.T) {
+	f := newFixture(t, 1)
+	f.insertOrders(t, "a")
+	began := time.Time{}
+	transient := false
+	h := worker.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev worker.Event) error {
+		if began.IsZero() {
+			began = time.Now()
+		}
+		switch {
+		case time.Since(began) < 1500*time.Millisecond: // the database shuts down for a while
+			return &pgconn.PgError{Code: pgerrcode.CannotConnectNow, Message: "the database system is starting up"}
+		case !transient:
+			transient = true
+			return &pgconn.PgError{Code: pgerrcode.SerializationFailure, Message: "could not serialize access"}
+		}
+		return counting(ctx, tx, ev)
+	})
+	cfg := f.config()
+	cfg.BatchSize = 1
+	cfg.MaxRetryTime = 500 * time.Millisecond
+	cfg.MaxBackoff = 100 * time.Millisecond
+	r := start(t, cfg, f.pool, h)
+	produce(t, f.brokers, f.orderEvent("a"))
+	waitFor(t, 30*time.Second, "the event handled", func() bool {
+		return r.events(f.topic, resultApplied)+r.events(f.topic, resultDLQ) == 1
+	})
+	if r.events(f.topic, resultDLQ) != 0 {
+		t.Fatal("dead-lettered at its first transient failure after an outage longer than MaxRetryTime")
 	}
 }

@@ -112,14 +112,16 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 }
 
 // applyOne applies one event, retrying in place while the partition waits:
-// transient failures within the attempt and time budget, an unreachable
-// database until it answers. Permanent failures and exhausted budgets
-// dead-letter the event.
+// transient failures within the attempt and time budget (the time spent
+// waiting out an outage not counted), an unreachable database until it
+// answers. Permanent failures and exhausted budgets dead-letter the event.
 func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessage, ev Event) error {
 	cfg := &p.r.cfg
 	start := time.Now()
 	attempts, outages := 0, 0
+	var waited time.Duration // spent in outages: not the event's retry time
 	for {
+		began := time.Now()
 		var res Result
 		err := p.attempt(ctx, "single", func(ctx context.Context) (err error) {
 			res, err = ApplyOnce(ctx, p.r.db, cfg.Consumer, p.r.handler, ev)
@@ -147,10 +149,11 @@ func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessag
 			wait = p.r.backoff.delay(outages)
 			p.r.outages.of(k).fail(p.key, "partition waits for the database", err,
 				append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", ev.Offset, "retry_in", wait)...)
+			waited += time.Since(began) + wait
 		default:
 			attempts++
 			wait = p.r.backoff.delay(attempts)
-			if attempts >= cfg.MaxAttempts || time.Since(start)+wait > cfg.MaxRetryTime {
+			if attempts >= cfg.MaxAttempts || time.Since(start)-waited+wait > cfg.MaxRetryTime {
 				return p.deadLetter(ctx, m, err, attempts)
 			}
 			p.log.Info("apply failed; retrying", append(messageAttrs(m), "offset", ev.Offset, "attempt", attempts, "retry_in", wait, "error", err)...)
