@@ -45,7 +45,8 @@ type Config struct {
 	// doubles, up to MaxBackoff, with jitter.
 	RetryBackoff time.Duration
 	MaxBackoff   time.Duration
-	// MaxRetryTime bounds the time spent retrying one event.
+	// MaxRetryTime bounds the time spent retrying one event; the time its
+	// partition waits out a database outage does not count.
 	MaxRetryTime time.Duration
 	// BatchSize is the most messages of one partition applied in one
 	// transaction. Batches take only what has already arrived, so they add
