@@ -86,6 +86,7 @@ func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 	topic, partition := claim.Topic(), claim.Partition()
 	p := r.newPartitionWorker(topic, partition)
 	defer r.m.dropLag(topic, partition)
+	defer r.outages.release(p.key) // a revoked partition waits no more here
 	mark := func(offset int64) { sess.MarkOffset(topic, partition, offset+1, "") }
 	ctx := sess.Context()
 	for {

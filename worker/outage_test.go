@@ -69,3 +69,26 @@ func TestOutageLogsOneLineAtEachEnd(t *testing.T) {
 }
 
 func partitionKey(p int) string { return "t/" + string(rune('a'+p)) }
+
+// TestOutagesReleaseRevokedPartition: a partition revoked while it waits
+// does not keep the worker unready.
+func TestOutagesReleaseRevokedPartition(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	o := &outages{}
+	for _, p := range []**outage{&o.database, &o.schema, &o.kafka, &o.deadLetter} {
+		*p = newOutage("x", log, time.Now)
+	}
+	boom := errors.New("boom")
+	o.database.fail("t/0", "waits", boom)
+	o.schema.fail("t/0", "waits", boom)
+	o.deadLetter.fail("t/0", "waits", boom)
+	o.database.fail("t/1", "waits", boom)
+	o.release("t/0")
+	if err := o.err(); err == nil || !strings.Contains(err.Error(), "1 waiting") {
+		t.Fatalf("err() = %v with t/1 still waiting", err)
+	}
+	o.release("t/1")
+	if err := o.err(); err != nil {
+		t.Fatalf("err() = %v after both partitions were revoked", err)
+	}
+}

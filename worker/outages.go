@@ -41,6 +41,13 @@ func (o *outages) healthy(key string) {
 	o.schema.ok(key)
 }
 
+// release forgets key, a partition this worker no longer holds: whoever
+// holds it now reports its own failures.
+func (o *outages) release(key string) {
+	o.healthy(key)
+	o.deadLetter.ok(key)
+}
+
 // err is why the Runner cannot apply events now, or nil.
 func (o *outages) err() error {
 	var errs []error
