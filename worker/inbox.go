@@ -226,7 +226,7 @@ func insertNewInbox(ctx context.Context, tx pgx.Tx, sql string, args []any) (map
 		return nil, fmt.Errorf("insert inbox rows: %w", err)
 	}
 	defer rows.Close()
-	fresh := make(map[uuid.UUID]struct{}, len(args))
+	fresh := map[uuid.UUID]struct{}{}
 	var id [16]byte
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {

@@ -66,6 +66,16 @@ func (o *outages) err() error {
 // errRunMigrate is the remedy of a missing schema object.
 var errRunMigrate = errors.New("is this the right database, and migrated? run eventforge migrate")
 
+// kindOf classifies err, probing the database after a timeout inside a
+// transaction.
+func (r *Runner) kindOf(ctx context.Context, err error) kind {
+	k := classify(err)
+	if k == kindTimeout {
+		k = r.probe(ctx)
+	}
+	return k
+}
+
 // probeTimeout bounds the probe of the database after a timeout.
 const probeTimeout = 5 * time.Second
 

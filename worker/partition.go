@@ -137,10 +137,7 @@ func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessag
 			return nil
 		}
 		var wait time.Duration
-		k := classify(err)
-		if k == kindTimeout {
-			k = p.r.probe(ctx)
-		}
+		k := p.r.kindOf(ctx, err)
 		switch {
 		case k == kindPermanent:
 			return p.deadLetter(ctx, m, err, attempts+1)
@@ -223,7 +220,7 @@ func (p *partitionWorker) recordDeadLetter(ctx context.Context, m *sarama.Consum
 			p.r.outages.healthy(p.key)
 			return nil
 		}
-		k := classify(err)
+		k := p.r.kindOf(ctx, err)
 		if !k.waits() {
 			p.log.Warn("dead letter not recorded in the inbox; a copy of the event would be dead-lettered again",
 				append(messageAttrs(m), "offset", m.Offset, "error", err)...)

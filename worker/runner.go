@@ -83,7 +83,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	if err := CheckSchema(ctx, r.db); err != nil {
 		return err
