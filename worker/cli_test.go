@@ -44,6 +44,8 @@ func TestWorkerRunStartupErrors(t *testing.T) {
 		{"missing file", append(base, "--handlers", filepath.Join(dir, "none.yaml")), nil, []string{"read handlers file"}},
 		{"no group", []string{"worker", "run", "--topics", f.topic}, nil, []string{"no consumer group"}},
 		{"no topics", []string{"worker", "run", "--group", f.group}, nil, []string{"no topics"}},
+		{"no group while PostgreSQL is away", []string{"worker", "run", "--topics", f.topic},
+			[]string{"EVENTFORGE_PG_URL=postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=2"}, []string{"no consumer group"}},
 		{"bad batch size from env", base, []string{"EVENTFORGE_BATCH_SIZE=0"}, []string{"--batch-size must be positive"}},
 		{"unknown role", base, []string{"EVENTFORGE_PG_URL=" + withUserInfo(t, f.dbURL, "no_such_role_x", "s3cret")}, []string{"connect to PostgreSQL", "xxxxx", "no_such_role_x"}},
 		{"unknown database", base, []string{"EVENTFORGE_PG_URL=" + withDatabaseName(t, f.dbURL, "no_such_db_x")}, []string{"connect to PostgreSQL", "no_such_db_x"}},

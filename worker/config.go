@@ -107,6 +107,11 @@ func setDefault[T int | time.Duration](v *T, def T) {
 	}
 }
 
+// Check reports a configuration that cannot work once its zero fields take
+// their defaults, as New would, without I/O: a command can refuse it before
+// waiting for the database.
+func (c Config) Check() error { return c.withDefaults().Validate() }
+
 // Validate reports a configuration that cannot work. It checks the values
 // as given, so call it on a Config with its defaults applied (New does).
 func (c Config) Validate() error {

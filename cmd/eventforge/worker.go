@@ -101,6 +101,9 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	cfg.Logger = log
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg
+	if err := cfg.Check(); err != nil {
+		return err
+	}
 
 	var spec *sqlhandler.Spec
 	if f.handlers != "" {
