@@ -179,3 +179,26 @@ func TestRunnerOutageSpendsNoRetryTime(t *testing.T) {
 		t.Fatal("dead-lettered at its first transient failure after an outage longer than MaxRetryTime")
 	}
 }
+
+// TestRunnerKafkaErrorsLogOnce: consumer group sessions failing again and
+// again (here: the topic does not exist yet) write one WARN line, not one
+// per attempt, and one line when the group is joined at last.
+func TestRunnerKafkaErrorsLogOnce(t *testing.T) {
+	f := newFixture(t, 1)
+	cfg := f.config()
+	cfg.Topics = []string{testenv.UniqueName("wt")}
+	var logs testenv.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	r := start(t, cfg, f.pool, counting)
+	waitFor(t, 15*time.Second, "several failed sessions", func() bool {
+		return r.metric("eventforge_worker_outage_errors_total", "cause", "kafka") >= 3
+	})
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Fatalf("%d WARN lines for %v failed sessions, want 1:\n%s", n, r.metric("eventforge_worker_outage_errors_total", "cause", "kafka"), logs.String())
+	}
+	createTopic(t, f.brokers, cfg.Topics[0], 1)
+	waitFor(t, 30*time.Second, "the group joined", func() bool { return r.Ready(context.Background()) == nil })
+	waitFor(t, 5*time.Second, "the end of the outage logged", func() bool {
+		return strings.Contains(logs.String(), "outage ended") && strings.Contains(logs.String(), "cause=kafka")
+	})
+}
