@@ -78,7 +78,9 @@ var inboxStatements = []string{insertInbox, insertInboxReplay, insertInboxAll, i
 // in one transaction it inserts the event's processed_events row, and only
 // if that row is new runs h; then it commits. A concurrent delivery of the
 // same event waits on the first one's row and then finds it: at most one
-// transaction ever runs h to commit. On error nothing is committed.
+// transaction ever runs h to commit. On error nothing is committed. An
+// event the Runner dead-lettered has a row too (result 'dlq'), so it is a
+// duplicate, unless ev.Replayed: then that row turns 'applied' and h runs.
 func ApplyOnce(ctx context.Context, db DB, consumer string, h Handler, ev Event) (Result, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
