@@ -158,8 +158,11 @@ WHERE p.pronamespace = 'pg_catalog'::regnamespace AND p.proname = 'pg_logical_em
   AND NOT has_function_privilege(:'relay_group', p.oid, 'EXECUTE') \gexec
 
 -- The worker (`worker run`): its inbox. INSERT … ON CONFLICT DO NOTHING
--- RETURNING event_id needs SELECT as well.
+-- RETURNING event_id needs SELECT as well; a record republished by
+-- `dlq replay` turns the event's 'dlq' row into 'applied' (ON CONFLICT DO
+-- UPDATE of these two columns).
 GRANT SELECT, INSERT ON :"schema".processed_events TO :"worker_group";
+GRANT UPDATE (result, processed_at) ON :"schema".processed_events TO :"worker_group";
 
 -- The worker's handlers run in the same transaction under the same role, so
 -- the role also needs what each handler statement touches. Every deployment

@@ -45,7 +45,8 @@ type Config struct {
 	// doubles, up to MaxBackoff, with jitter.
 	RetryBackoff time.Duration
 	MaxBackoff   time.Duration
-	// MaxRetryTime bounds the time spent retrying one event.
+	// MaxRetryTime bounds the time spent retrying one event; the time its
+	// partition waits out a database outage does not count.
 	MaxRetryTime time.Duration
 	// BatchSize is the most messages of one partition applied in one
 	// transaction. Batches take only what has already arrived, so they add
@@ -105,6 +106,11 @@ func setDefault[T int | time.Duration](v *T, def T) {
 		*v = def
 	}
 }
+
+// Check reports a configuration that cannot work once its zero fields take
+// their defaults, as New would, without I/O: a command can refuse it before
+// waiting for the database.
+func (c Config) Check() error { return c.withDefaults().Validate() }
 
 // Validate reports a configuration that cannot work. It checks the values
 // as given, so call it on a Config with its defaults applied (New does).

@@ -94,8 +94,11 @@ func TestWorkerCrashWindows(t *testing.T) {
 			if got := f.count(t, `SELECT count(*) FROM orders WHERE amount > 1`); got != 0 {
 				t.Errorf("%d orders applied more than once", got)
 			}
-			if got := f.count(t, `SELECT count(*) FROM processed_events`); got != want {
-				t.Errorf("%d inbox rows, want %d", got, want)
+			if got := f.count(t, `SELECT count(*) FROM processed_events WHERE result = 'applied'`); got != want {
+				t.Errorf("%d applied inbox rows, want %d", got, want)
+			}
+			if got := f.count(t, `SELECT count(*) FROM processed_events WHERE result = 'dlq'`); got != n-want {
+				t.Errorf("%d dead-lettered inbox rows, want %d", got, n-want)
 			}
 			dupes := scrape(t, addr, `eventforge_worker_events_total{consumer="`+f.group+`",result="duplicate",topic="`+f.topic+`"}`)
 			if dupes < float64(tt.minDupes) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker/dlq"
 )
 
 // consumed is the record the relay writes for e, as the consumer reads it.
@@ -38,6 +39,14 @@ func TestDecode(t *testing.T) {
 		ev.Headers["traceparent"] != "00-a-b-01" || !ev.CommitTime.Equal(e.CommitTime) ||
 		ev.Topic != "orders" || ev.Partition != 3 || ev.Offset != 42 {
 		t.Errorf("decode = %+v", ev)
+	}
+	if ev.Replayed {
+		t.Error("a relayed record decoded as replayed")
+	}
+	replayed := consumed(t, e)
+	replayed.Headers = append(replayed.Headers, &sarama.RecordHeader{Key: []byte(dlq.HeaderReplay), Value: []byte("orders.dlq/3@7")})
+	if ev, err := decode(replayed); err != nil || !ev.Replayed || len(ev.Headers) != 1 {
+		t.Errorf("decode of a replayed record = %+v, %v; want Replayed and the replay mark out of Headers", ev, err)
 	}
 	bad := consumed(t, e)
 	bad.Value = []byte(`{"id":`)

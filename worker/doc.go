@@ -17,12 +17,17 @@
 // Failures are retried in place while the partition waits, so per-key order
 // holds: transient ones (serialization failures, deadlocks, a handler's
 // Transient, and anything unclassified) up to MaxAttempts attempts and
-// MaxRetryTime; an unreachable database until it answers, since dead-lettering
-// would then drain the topic. Permanent failures (Permanent, bad data, bad
+// MaxRetryTime; a database that cannot be reached (also by timeout), is out
+// of resources or shutting down, or lacks a table or column, until it works
+// again, without spending attempts, since dead-lettering would then drain
+// the topic. Each such outage logs one line when it begins and one when it
+// ends, and Ready reports it. Permanent failures (Permanent, bad data, bad
 // SQL) and exhausted retries go to the dead-letter topic <topic>.dlq (package
 // dlq has the format), acked by all in-sync replicas before the original
-// offset moves. Malformed records go there at once. The worker offers no
-// retry topics: they would reorder a key's events.
+// offset moves, and then recorded in the inbox (result 'dlq'), so a copy of
+// the event is a duplicate; a record republished by dlq replay applies it
+// once. Malformed records go there at once. The worker offers no retry
+// topics: they would reorder a key's events.
 //
 // Rebalances use the eager sticky strategy: when the group rebalances each
 // claim loop finishes the transaction in flight, the session commits what

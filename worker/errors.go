@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -25,11 +26,21 @@ const (
 	kindTransient kind = iota
 	// kindPermanent is dead-lettered at once: retrying cannot fix it.
 	kindPermanent
-	// kindUnavailable means the database cannot be reached. The event is
-	// not at fault, so it is retried until the database answers again
-	// without spending the attempt budget: dead-lettering during an outage
-	// would drain the topic into the dead-letter topic.
+	// kindUnavailable means the database cannot be reached or cannot work
+	// (shut down, out of disk, memory or connections). The event is not at
+	// fault, so it is retried until the database answers again without
+	// spending the attempt budget: dead-lettering during an outage would
+	// drain the topic into the dead-letter topic.
 	kindUnavailable
+	// kindSchema means a schema object is missing (a table, a column, a
+	// schema): the database is not migrated, or not the right one. Like
+	// kindUnavailable it is waited out, never dead-lettered, since every
+	// event would fail the same way.
+	kindSchema
+	// kindTimeout is a statement that ran out of time inside a transaction
+	// that had begun: a slow event (transient) or a database that stopped
+	// answering (unavailable). A probe of the database tells which.
+	kindTimeout
 )
 
 func (k kind) String() string {
@@ -38,10 +49,18 @@ func (k kind) String() string {
 		return "permanent"
 	case kindUnavailable:
 		return "database unavailable"
+	case kindSchema:
+		return "database schema missing"
+	case kindTimeout:
+		return "timeout"
 	default:
 		return "transient"
 	}
 }
+
+// waits reports whether the partition waits for the database, without
+// spending attempts, on a failure of kind k.
+func (k kind) waits() bool { return k == kindUnavailable || k == kindSchema }
 
 // classifiedError carries a handler's verdict on its own failure.
 type classifiedError struct {
@@ -75,11 +94,12 @@ func Transient(err error) error {
 // that a retry cannot change (bad data, bad SQL, a broken constraint).
 func IsPermanent(err error) bool { return classify(err) == kindPermanent }
 
-// classify decides how to treat err. A lost database connection wins over a
-// handler's verdict, since the event did not cause it.
+// classify decides how to treat err. A database that cannot be reached or
+// lacks its schema wins over a handler's verdict, since the event did not
+// cause it.
 func classify(err error) kind {
-	if isUnavailable(err) {
-		return kindUnavailable
+	if k := classifyDatabase(err); k != kindTransient {
+		return k
 	}
 	var c *classifiedError
 	if errors.As(err, &c) {
@@ -98,45 +118,70 @@ func classify(err error) kind {
 // classifySQLState maps a SQLSTATE to a kind; see PostgreSQL's Appendix A.
 func classifySQLState(code string) kind {
 	switch code {
-	case "40001", "40P01", // serialization failure, deadlock detected
-		"55P03", "57014", // lock not available, query canceled (timeouts)
-		"23503": // foreign key: the referenced row may arrive later
+	case pgerrcode.SerializationFailure, pgerrcode.DeadlockDetected,
+		pgerrcode.LockNotAvailable, pgerrcode.QueryCanceled, // timeouts
+		pgerrcode.ForeignKeyViolation: // the referenced row may arrive later
 		return kindTransient
-	case "57P01", "57P02", "57P03", // admin shutdown, crash shutdown, cannot connect now
-		"53300", // too many connections
-		"25006", // read-only transaction: a standby answered during a failover
-		"42501": // insufficient privilege: an operator must grant it; the event is not at fault
+	case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow,
+		pgerrcode.IOError,
+		pgerrcode.ReadOnlySQLTransaction, // a standby answered during a failover
+		pgerrcode.InsufficientPrivilege:  // an operator must grant it; the event is not at fault
 		return kindUnavailable
+	case pgerrcode.UndefinedTable, pgerrcode.UndefinedColumn, pgerrcode.InvalidSchemaName:
+		return kindSchema
 	}
-	if len(code) < 2 {
-		return kindTransient
-	}
-	switch code[:2] {
-	case "08": // connection exception
+	switch {
+	case pgerrcode.IsConnectionException(code), // 08
+		pgerrcode.IsInsufficientResources(code): // 53: disk full, out of memory, too many connections
 		return kindUnavailable
-	case "22", "23", "42": // data exception, integrity violation, syntax or access rule
+	case pgerrcode.IsDataException(code), pgerrcode.IsIntegrityConstraintViolation(code),
+		pgerrcode.IsSyntaxErrororAccessRuleViolation(code):
 		return kindPermanent
 	}
 	return kindTransient
 }
 
-// isUnavailable reports a failure to reach the database or a connection lost
-// mid-transaction. A timeout of our own apply deadline is not one: the
-// database answered too slowly for this event, which counts as an attempt.
-func isUnavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
-		return false
+// classifyDatabase tells the failures of the database itself from the
+// others (kindTransient): a failure to reach it or a connection lost
+// mid-transaction (kindUnavailable), a missing schema object (kindSchema),
+// and a timeout (kindTimeout, or kindUnavailable when the transaction could
+// not even begin: the database, not the event, is slow).
+func classifyDatabase(err error) kind {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.Is(err, errBegin) && isTimeout(err) {
+		// Whatever the server said (a password changed, a database
+		// renamed): no event can be applied until an operator acts.
+		return kindUnavailable
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return classifySQLState(pe.Code) == kindUnavailable
+		if k := classifySQLState(pe.Code); k.waits() {
+			return k
+		}
+		return kindTransient
 	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
+	if isTimeout(err) {
+		return kindTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return kindUnavailable
+	}
+	return kindTransient
+}
+
+// isTimeout reports a deadline that passed: ours (ApplyTimeout, a pool
+// acquire) or the network's.
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
 		return true
 	}
 	var ne net.Error
-	return errors.As(err, &ne) ||
-		errors.Is(err, pgconn.ErrConnClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// errBegin marks a failure to begin a transaction: to acquire a connection,
+// connect or send BEGIN. The event has not run yet, so whatever went wrong
+// is the database's.
+var errBegin = errors.New("begin transaction")

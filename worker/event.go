@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker/dlq"
 )
 
 // Event is one consumed outbox event: the decoded record plus where it was
@@ -16,6 +17,10 @@ type Event struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+	// Replayed reports a record that `dlq replay` republished (it carries
+	// the dlq.HeaderReplay header, which is not among Headers): the inbox
+	// applies it although the event was dead-lettered before.
+	Replayed bool
 }
 
 // Handler applies one event. Apply runs inside the inbox transaction it is
@@ -56,5 +61,9 @@ func decode(m *sarama.ConsumerMessage) (Event, error) {
 		return Event{}, err
 	}
 	e.CommitTime = m.Timestamp
-	return Event{Event: *e, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}, nil
+	_, replayed := e.Headers[dlq.HeaderReplay]
+	if replayed {
+		delete(e.Headers, dlq.HeaderReplay)
+	}
+	return Event{Event: *e, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Replayed: replayed}, nil
 }

@@ -57,6 +57,7 @@ func (h *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	h.r.m.rebalances.Inc()
 	h.r.m.partitions.Set(float64(n))
 	h.r.joined.Store(true)
+	h.r.outages.kafka.ok("group")
 	h.committer = startCommitter(sess, h.r.cfg.CommitInterval)
 	h.r.cfg.Logger.Info("joined consumer group", "group", h.r.cfg.Group, "generation", sess.GenerationID(), "claims", sess.Claims())
 	return nil
@@ -85,6 +86,7 @@ func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 	topic, partition := claim.Topic(), claim.Partition()
 	p := r.newPartitionWorker(topic, partition)
 	defer r.m.dropLag(topic, partition)
+	defer r.outages.release(p.key) // a revoked partition waits no more here
 	mark := func(offset int64) { sess.MarkOffset(topic, partition, offset+1, "") }
 	ctx := sess.Context()
 	for {
@@ -103,6 +105,9 @@ func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 				r.m.batchSize.Observe(float64(len(msgs)))
 				err := p.process(ctx, msgs, mark)
 				r.m.setLag(topic, partition, claim.HighWaterMarkOffset()-msgs[len(msgs)-1].Offset-1)
+				if err == nil {
+					r.outages.kafka.ok("group") // messages flow again
+				}
 				switch {
 				case errors.Is(err, errStopped):
 					return nil

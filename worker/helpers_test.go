@@ -199,6 +199,20 @@ func (r *running) stop() error {
 	return r.err
 }
 
+// exited waits for the Runner to return by itself and returns what Run
+// returned; the test's cleanup then expects nothing more of it.
+func (r *running) exited(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.once.Do(r.cancel)
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("runner still running after %s", timeout)
+		return nil
+	}
+}
+
 // errCrash is what test hooks return to stop a Runner as a crash would.
 var errCrash = errors.New("simulated crash")
 

@@ -42,6 +42,13 @@ func (r Result) String() string {
 
 const (
 	insertInbox = `INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2::uuid) ON CONFLICT DO NOTHING`
+	// insertInboxReplay is insertInbox for a record `dlq replay`
+	// republished: a 'dlq' row (the event was dead-lettered) turns into an
+	// 'applied' one, so the replay applies the event once; an 'applied' row
+	// stays, so a second replay is a duplicate.
+	insertInboxReplay = `INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2::uuid)
+ON CONFLICT (consumer, event_id) DO UPDATE SET result = 'applied', processed_at = now()
+WHERE processed_events.result = 'dlq'`
 	// insertInboxAll inserts a batch's inbox rows in one statement; it
 	// fails if any exists.
 	insertInboxAll = `INSERT INTO processed_events (consumer, event_id) SELECT $1, id FROM unnest($2::uuid[]) AS t(id)`
@@ -50,20 +57,41 @@ const (
 	insertInboxBatch = `INSERT INTO processed_events (consumer, event_id)
 SELECT $1, id FROM unnest($2::uuid[]) AS t(id)
 ON CONFLICT DO NOTHING RETURNING event_id`
+	// insertInboxBatchReplay is insertInboxBatch for a batch holding
+	// replayed records ($3, see insertInboxReplay). Its ids must be
+	// distinct: DO UPDATE cannot touch a row twice in one statement.
+	insertInboxBatchReplay = `INSERT INTO processed_events (consumer, event_id)
+SELECT $1, id FROM unnest($2::uuid[]) AS t(id)
+ON CONFLICT (consumer, event_id) DO UPDATE SET result = 'applied', processed_at = now()
+WHERE processed_events.result = 'dlq' AND processed_events.event_id = ANY($3::uuid[])
+RETURNING event_id`
+	// insertInboxDLQ records that an event was dead-lettered, so that a
+	// copy of it delivered later is a duplicate and not dead-lettered again.
+	insertInboxDLQ = `INSERT INTO processed_events (consumer, event_id, result) VALUES ($1, $2::uuid, 'dlq') ON CONFLICT DO NOTHING`
 )
+
+// inboxStatements are the statements the Runner runs on processed_events;
+// CheckSchema prepares each.
+var inboxStatements = []string{insertInbox, insertInboxReplay, insertInboxAll, insertInboxBatch, insertInboxBatchReplay, insertInboxDLQ}
 
 // ApplyOnce applies ev for consumer exactly once in effect (docs/design.md#inbox):
 // in one transaction it inserts the event's processed_events row, and only
 // if that row is new runs h; then it commits. A concurrent delivery of the
 // same event waits on the first one's row and then finds it: at most one
-// transaction ever runs h to commit. On error nothing is committed.
+// transaction ever runs h to commit. On error nothing is committed. An
+// event the Runner dead-lettered has a row too (result 'dlq'), so it is a
+// duplicate, unless ev.Replayed: then that row turns 'applied' and h runs.
 func ApplyOnce(ctx context.Context, db DB, consumer string, h Handler, ev Event) (Result, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("begin transaction: %w", err)
+		return 0, fmt.Errorf("%w: %w", errBegin, err)
 	}
 	defer rollback(ctx, tx)
-	tag, err := tx.Exec(ctx, insertInbox, consumer, ev.ID.String())
+	insert := insertInbox
+	if ev.Replayed {
+		insert = insertInboxReplay
+	}
+	tag, err := tx.Exec(ctx, insert, consumer, ev.ID.String())
 	if err != nil {
 		return 0, fmt.Errorf("insert inbox row: %w", err)
 	}
@@ -99,7 +127,7 @@ func applyBatch(ctx context.Context, db DB, consumer string, h Handler, evs []Ev
 	}
 	results, err := applyBatchTx(ctx, db, consumer, h, evs, ids, insertAllInbox)
 	if errors.Is(err, errInboxConflict) {
-		results, err = applyBatchTx(ctx, db, consumer, h, evs, ids, insertNewInbox)
+		results, err = applyBatchTx(ctx, db, consumer, h, evs, ids, newInboxInserter(evs))
 	}
 	return results, err
 }
@@ -115,7 +143,7 @@ type inboxInserter func(ctx context.Context, tx pgx.Tx, consumer string, ids []p
 func applyBatchTx(ctx context.Context, db DB, consumer string, h Handler, evs []Event, ids []pgtype.UUID, insert inboxInserter) ([]Result, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return nil, fmt.Errorf("%w: %w", errBegin, err)
 	}
 	defer rollback(ctx, tx)
 	fresh, err := insert(ctx, tx, consumer, ids)
@@ -160,14 +188,47 @@ func insertAllInbox(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtyp
 	return fresh, nil
 }
 
-// insertNewInbox inserts the inbox rows of ids that are missing.
-func insertNewInbox(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtype.UUID) (map[uuid.UUID]struct{}, error) {
-	rows, err := tx.Query(ctx, insertInboxBatch, consumer, ids)
+// newInboxInserter returns an inserter of the inbox rows of ids that are
+// missing, which also turns the 'dlq' rows of the replayed events of evs
+// into 'applied' ones.
+func newInboxInserter(evs []Event) inboxInserter {
+	var replayed []pgtype.UUID
+	for i := range evs {
+		if evs[i].Replayed {
+			replayed = append(replayed, pgtype.UUID{Bytes: evs[i].ID, Valid: true})
+		}
+	}
+	return func(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtype.UUID) (map[uuid.UUID]struct{}, error) {
+		sql, args := insertInboxBatch, []any{consumer, ids}
+		if len(replayed) > 0 {
+			sql, args = insertInboxBatchReplay, []any{consumer, distinct(ids), replayed}
+		}
+		return insertNewInbox(ctx, tx, sql, args)
+	}
+}
+
+// distinct returns ids without repeats, in order.
+func distinct(ids []pgtype.UUID) []pgtype.UUID {
+	seen := make(map[[16]byte]bool, len(ids))
+	out := make([]pgtype.UUID, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id.Bytes] {
+			seen[id.Bytes] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// insertNewInbox runs sql, an insert of inbox rows returning the ids it
+// inserted (or turned from 'dlq' to 'applied').
+func insertNewInbox(ctx context.Context, tx pgx.Tx, sql string, args []any) (map[uuid.UUID]struct{}, error) {
+	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert inbox rows: %w", err)
 	}
 	defer rows.Close()
-	fresh := make(map[uuid.UUID]struct{}, len(ids))
+	fresh := map[uuid.UUID]struct{}{}
 	var id [16]byte
 	for rows.Next() {
 		if err := rows.Scan(&id); err != nil {
@@ -179,6 +240,23 @@ func insertNewInbox(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtyp
 		return nil, fmt.Errorf("insert inbox rows: %w", err)
 	}
 	return fresh, nil
+}
+
+// recordDeadLetter inserts the 'dlq' inbox row of the event id, after its
+// dead letter was acked.
+func recordDeadLetter(ctx context.Context, db DB, consumer string, id uuid.UUID) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBegin, err)
+	}
+	defer rollback(ctx, tx)
+	if _, err := tx.Exec(ctx, insertInboxDLQ, consumer, id.String()); err != nil {
+		return fmt.Errorf("record dead letter in the inbox: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // runAll applies evs[i] for each i of todo, in order, and fills results.

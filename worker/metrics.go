@@ -27,6 +27,8 @@ type metrics struct {
 	rebalances     prometheus.Counter
 	partitions     prometheus.Gauge
 	deadLetters    *deadLetterAges
+	waiting        *prometheus.GaugeVec   // cause
+	outageErrors   *prometheus.CounterVec // cause
 }
 
 // Labels of eventforge_worker_events_total's result.
@@ -78,8 +80,16 @@ func newMetrics(reg prometheus.Registerer, consumer string, topics []string) (*m
 			Help: "Partitions this worker holds in the current session.",
 		}),
 		deadLetters: newDeadLetterAges(topics, time.Now),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventforge_worker_outage_waiting",
+			Help: "Partitions (or the group, for kafka) waiting out an outage now, by cause: database, schema, kafka, dead-letter.",
+		}, []string{"cause"}),
+		outageErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventforge_worker_outage_errors_total",
+			Help: "Failures waited out without spending attempts, by cause: database, schema, kafka, dead-letter (the logs show one line per outage).",
+		}, []string{"cause"}),
 	}
-	for _, c := range []prometheus.Collector{m.events, m.retries, m.applySeconds, m.lag, m.batchSize, m.batchFallbacks, m.rebalances, m.partitions, m.deadLetters} {
+	for _, c := range []prometheus.Collector{m.events, m.retries, m.applySeconds, m.lag, m.batchSize, m.batchFallbacks, m.rebalances, m.partitions, m.deadLetters, m.waiting, m.outageErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register worker metrics: %w", err)
 		}
@@ -113,8 +123,9 @@ const maxPendingDeadLetters = 100_000
 // dead-letter topic, the age of the oldest dead letter this worker produced
 // since it started and has not seen handled since, 0 when there is none.
 // A dead letter counts as handled when this worker later applies (or finds
-// in its inbox, or skips) an event with the same event_id from the original
-// topic — what `dlq replay` leads to. The topic itself cannot tell: it is a
+// skips) an event with the same event_id from the original topic — what
+// `dlq replay` leads to. A duplicate does not count: the inbox records dead
+// letters, so a copy of a dead-lettered event is one. The topic itself cannot tell: it is a
 // log, and replay leaves the letters in it. What this does not see: letters
 // of another worker's partitions replayed to this one are cleared there and
 // not here, and a restart forgets every letter (the age starts again from
@@ -163,15 +174,18 @@ func (d *deadLetterAges) add(m *sarama.ConsumerMessage) {
 }
 
 // handled forgets the dead letters of evs, events of topic that were just
-// applied, found duplicate or skipped.
-func (d *deadLetterAges) handled(topic string, evs []Event) {
+// applied or skipped (results[i] is evs[i]'s).
+func (d *deadLetterAges) handled(topic string, evs []Event, results []Result) {
 	if d.n.Load() == 0 {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	byKey := d.pending[topic]
-	for _, ev := range evs {
+	for i, ev := range evs {
+		if results[i] == Duplicate {
+			continue
+		}
 		key := ev.ID.String()
 		if _, ok := byKey[key]; ok {
 			delete(byKey, key)

@@ -87,10 +87,12 @@ func TestDeadLetterAges(t *testing.T) {
 					d.add(s.add)
 				}
 				var evs []Event
+				var results []Result
 				for _, id := range s.handled {
 					evs = append(evs, Event{Event: outbox.Event{ID: id}, Topic: "a"})
+					results = append(results, Applied)
 				}
-				d.handled("a", evs)
+				d.handled("a", evs, results)
 				if s.want != nil {
 					checkAges(t, d, s.want)
 				}

@@ -80,9 +80,9 @@ func TestWorkerObservability(t *testing.T) {
 		}
 	}
 
-	// A replay (the same event again) applied once the order exists clears it.
+	// A replay applied once the order exists clears it.
 	f.insertOrders(t, "absent")
-	produce(t, f.brokers, ev)
+	replay(t, f)
 	waitFor(t, 30*time.Second, "replayed event applied", func() bool { return r.events(f.topic, resultApplied) == 1 })
 	if age := r.metric("eventforge_worker_dlq_oldest_age_seconds", "topic", dlqTopic); age != 0 {
 		t.Errorf("dead-letter age = %v after the replay was applied, want 0", age)

@@ -3,10 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/google/uuid"
 
 	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -23,11 +25,12 @@ type partitionWorker struct {
 	r         *Runner
 	topic     string
 	partition int32
+	key       string // topic/partition, its key in the outages
 	log       *slog.Logger
 }
 
 func (r *Runner) newPartitionWorker(topic string, partition int32) *partitionWorker {
-	return &partitionWorker{r: r, topic: topic, partition: partition,
+	return &partitionWorker{r: r, topic: topic, partition: partition, key: fmt.Sprintf("%s/%d", topic, partition),
 		log: r.cfg.Logger.With("topic", topic, "partition", partition)}
 }
 
@@ -78,18 +81,23 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 			return err
 		})
 		if err == nil {
+			p.r.outages.healthy(p.key)
 			if err := p.afterCommit(evs); err != nil {
 				return err
 			}
 			for _, res := range results {
 				p.r.m.count(p.topic, res.String(), 1)
 			}
-			p.r.m.deadLetters.handled(p.topic, evs)
+			p.r.m.deadLetters.handled(p.topic, evs, results)
 			mark(msgs[len(msgs)-1].Offset)
 			return nil
 		}
 		p.r.m.batchFallbacks.Inc()
-		p.log.Info("batch failed; applying its events one by one", "events", len(evs), "error", err)
+		level := slog.LevelInfo
+		if k := classify(err); k.waits() || k == kindTimeout {
+			level = slog.LevelDebug // the first event's attempt logs the outage, or its retry
+		}
+		p.log.Log(ctx, level, "batch failed; applying its events one by one", "events", len(evs), "error", err)
 	}
 	for k := range evs {
 		if ctx.Err() != nil {
@@ -104,39 +112,45 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 }
 
 // applyOne applies one event, retrying in place while the partition waits:
-// transient failures within the attempt and time budget, an unreachable
-// database until it answers. Permanent failures and exhausted budgets
-// dead-letter the event.
+// transient failures within the attempt and time budget (the time spent
+// waiting out an outage not counted), an unreachable database until it
+// answers. Permanent failures and exhausted budgets dead-letter the event.
 func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessage, ev Event) error {
 	cfg := &p.r.cfg
 	start := time.Now()
 	attempts, outages := 0, 0
+	var waited time.Duration // spent in outages: not the event's retry time
 	for {
+		began := time.Now()
 		var res Result
 		err := p.attempt(ctx, "single", func(ctx context.Context) (err error) {
 			res, err = ApplyOnce(ctx, p.r.db, cfg.Consumer, p.r.handler, ev)
 			return err
 		})
 		if err == nil {
+			p.r.outages.healthy(p.key)
 			if err := p.afterCommit([]Event{ev}); err != nil {
 				return err
 			}
 			p.r.m.count(p.topic, res.String(), 1)
-			p.r.m.deadLetters.handled(p.topic, []Event{ev})
+			p.r.m.deadLetters.handled(p.topic, []Event{ev}, []Result{res})
 			return nil
 		}
 		var wait time.Duration
-		switch k := classify(err); k {
-		case kindPermanent:
+		k := p.r.kindOf(ctx, err)
+		switch {
+		case k == kindPermanent:
 			return p.deadLetter(ctx, m, err, attempts+1)
-		case kindUnavailable:
+		case k.waits():
 			outages++
 			wait = p.r.backoff.delay(outages)
-			p.log.Warn("database unavailable; partition waits", append(messageAttrs(m), "offset", ev.Offset, "retry_in", wait, "error", err)...)
+			p.r.outages.of(k).fail(p.key, "partition waits for the database", err,
+				append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", ev.Offset, "retry_in", wait)...)
+			waited += time.Since(began) + wait
 		default:
 			attempts++
 			wait = p.r.backoff.delay(attempts)
-			if attempts >= cfg.MaxAttempts || time.Since(start)+wait > cfg.MaxRetryTime {
+			if attempts >= cfg.MaxAttempts || time.Since(start)-waited+wait > cfg.MaxRetryTime {
 				return p.deadLetter(ctx, m, err, attempts)
 			}
 			p.log.Info("apply failed; retrying", append(messageAttrs(m), "offset", ev.Offset, "attempt", attempts, "retry_in", wait, "error", err)...)
@@ -175,15 +189,61 @@ func (p *partitionWorker) deadLetter(ctx context.Context, m *sarama.ConsumerMess
 			break
 		}
 		wait := p.r.backoff.delay(n)
-		p.log.Error("dead letter not acked; partition waits", append(messageAttrs(m), "offset", m.Offset, "retry_in", wait, "error", err)...)
+		p.r.outages.deadLetter.fail(p.key, "dead letter not acked; partition waits", err,
+			append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", m.Offset, "retry_in", wait)...)
 		if !sleep(ctx, wait) {
 			return errStopped
 		}
 	}
+	p.r.outages.deadLetter.ok(p.key)
 	p.r.m.count(p.topic, resultDLQ, 1)
 	p.r.m.deadLetters.add(m)
 	p.log.Warn("dead-lettered", append(messageAttrs(m), "offset", m.Offset, "attempts", attempts, "dlq", dlq.Topic(m.Topic), "error", cause)...)
-	return nil
+	return p.recordDeadLetter(ctx, m)
+}
+
+// recordDeadLetter writes the 'dlq' inbox row of m's event once its dead
+// letter was acked, so that a later copy of the event is a duplicate rather
+// than a second dead letter. It waits while the database is away; any
+// other failure is logged and leaves the event unrecorded (a copy would be
+// dead-lettered again, as before the inbox knew dead letters).
+func (p *partitionWorker) recordDeadLetter(ctx context.Context, m *sarama.ConsumerMessage) error {
+	id, ok := eventID(m)
+	if !ok {
+		return nil // malformed: no event to recognise
+	}
+	for n := 1; ; n++ {
+		err := p.attempt(ctx, "single", func(ctx context.Context) error {
+			return recordDeadLetter(ctx, p.r.db, p.r.cfg.Consumer, id)
+		})
+		if err == nil {
+			p.r.outages.healthy(p.key)
+			return nil
+		}
+		k := p.r.kindOf(ctx, err)
+		if !k.waits() {
+			p.log.Warn("dead letter not recorded in the inbox; a copy of the event would be dead-lettered again",
+				append(messageAttrs(m), "offset", m.Offset, "error", err)...)
+			return nil
+		}
+		wait := p.r.backoff.delay(n)
+		p.r.outages.of(k).fail(p.key, "partition waits for the database", err,
+			append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", m.Offset, "retry_in", wait)...)
+		if !sleep(ctx, wait) {
+			return errStopped
+		}
+	}
+}
+
+// eventID is the event_id header of m, when it is a UUID.
+func eventID(m *sarama.ConsumerMessage) (uuid.UUID, bool) {
+	for _, h := range m.Headers {
+		if h != nil && string(h.Key) == outbox.HeaderEventID {
+			id, err := uuid.ParseBytes(h.Value)
+			return id, err == nil
+		}
+	}
+	return uuid.UUID{}, false
 }
 
 // afterCommit runs between a transaction's commit and the marking of its

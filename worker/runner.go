@@ -25,6 +25,7 @@ type Runner struct {
 	handler Handler
 	m       *metrics
 	backoff backoff
+	outages *outages
 
 	joined atomic.Bool // inside a group session
 	ran    atomic.Bool
@@ -50,25 +51,42 @@ func New(cfg Config, db DB, h Handler) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, db: db, handler: h, m: m, backoff: newBackoff(cfg.RetryBackoff, cfg.MaxBackoff)}, nil
+	return &Runner{cfg: cfg, db: db, handler: h, m: m, backoff: newBackoff(cfg.RetryBackoff, cfg.MaxBackoff),
+		outages: newOutages(&cfg, m)}, nil
 }
 
 // Ready reports nil while the Runner is a member of its consumer group (it
-// may hold no partition when the group has more members than partitions).
+// may hold no partition when the group has more members than partitions)
+// and no partition waits for the database or for a dead letter's ack; else
+// it says why.
 func (r *Runner) Ready(context.Context) error {
+	if err := r.outages.err(); err != nil {
+		return err
+	}
 	if !r.joined.Load() {
 		return fmt.Errorf("not a member of consumer group %s yet", r.cfg.Group)
 	}
 	return nil
 }
 
-// Run joins the group and applies events until ctx ends, then finishes the
-// transactions in flight, commits the marked offsets, leaves the group and
-// returns nil. It returns an error when it cannot connect or something
-// fails that retrying cannot mend. A Runner runs once.
+// Run waits for the database (see WaitForDatabase), checks its schema (see
+// CheckSchema), joins the group and applies events until ctx ends, then
+// finishes the transactions in flight, commits the marked offsets, leaves
+// the group and returns nil. It returns an error when it cannot connect to
+// Kafka, the database lacks the worker's schema, or something fails that
+// retrying cannot mend. A Runner runs once.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("worker runner already ran")
+	}
+	if err := waitForDatabase(ctx, r.db, r.outages.database, r.backoff); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := CheckSchema(ctx, r.db); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -92,7 +110,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	var g errgroup.Group
 	g.Go(func() error {
 		for err := range group.Errors() {
-			r.cfg.Logger.Warn("consumer group", "error", err)
+			r.outages.kafka.fail("group", "consumer group error", err)
 		}
 		return nil
 	})
@@ -132,7 +150,7 @@ func (r *Runner) consume(ctx context.Context, group sarama.ConsumerGroup) error 
 		}
 		failures++
 		wait := joinBackoff.delay(failures)
-		r.cfg.Logger.Warn("consumer group session failed; joining again", "retry_in", wait, "error", err)
+		r.outages.kafka.fail("group", "consumer group session failed; joining again", err, "retry_in", wait)
 		if !sleep(ctx, wait) {
 			return nil
 		}

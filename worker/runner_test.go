@@ -361,5 +361,5 @@ handlers:
     expect_rows: 1
     batch_sql: >
       UPDATE orders o SET status = 'processed', amount = amount + 1, updated_at = now()
-      FROM unnest($1::text[]) AS e(id) WHERE o.id = e.id
+      FROM unnest($1::text[]) AS e(id) WHERE o.id = e.id RETURNING e.id
 `

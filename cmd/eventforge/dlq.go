@@ -197,6 +197,9 @@ func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection)
 	}
 	sc := kc.IdempotentProducer(kafka.ProducerOptions{})
 	sc.Metadata.AllowAutoTopicCreation = false
+	// The original topic's broker limit decides; the producer's own check
+	// must not refuse a dead letter that topic accepted before.
+	sc.Producer.MaxMessageBytes = max(sc.Producer.MaxMessageBytes, plan.MaxRecordBytes()+64<<10)
 	producer, err := sarama.NewSyncProducer(kc.Brokers, sc)
 	if err != nil {
 		return kafka.Explain(fmt.Errorf("connect producer: %w", err))

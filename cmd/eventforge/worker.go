@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -47,8 +48,13 @@ together with its processed_events (consumer, event_id) row; the offset is commi
 so a crash redelivers and the inbox drops what was already applied.
 
 Failures are retried in place (the partition waits, so per-key order holds), up to --max-attempts attempts
-and --max-retry-time, then dead-lettered to <topic>.dlq. An unreachable database is waited for without
-spending attempts. Malformed records are dead-lettered at once.
+and --max-retry-time, then dead-lettered to <topic>.dlq. A database that is unreachable (also by timeout),
+out of resources or shutting down, and missing tables or columns (a wrong or unmigrated database) are waited
+for without spending attempts, never dead-lettered. Malformed records are dead-lettered at once. A copy of a
+dead-lettered event is a duplicate; dlq replay applies it once.
+
+At start-up the worker waits for PostgreSQL (with backoff), and exits with one line when waiting cannot
+help: a refused role or password, an unknown database, a database without processed_events.
 
 Without --handlers every event is only recorded in the inbox (counted as skipped).`,
 		Args: cobra.NoArgs,
@@ -95,6 +101,9 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	cfg.Logger = log
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg
+	if err := cfg.Check(); err != nil {
+		return err
+	}
 
 	var spec *sqlhandler.Spec
 	if f.handlers != "" {
@@ -106,39 +115,67 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	if err != nil {
 		return fmt.Errorf("invalid PostgreSQL URL %s", f.pg.redacted())
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg) // connects lazily
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
 	}
 	defer pool.Close()
-	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
-	}
-	handler, err := workerHandler(ctx, pool, spec, log)
-	if err != nil {
-		return err
-	}
-	guard, err := privileges.Worker(handlerStatements(spec)).Verify(ctx, f.pg.url, log)
-	if err != nil {
-		return err
-	}
-	runner, err := worker.New(cfg, pool, handler)
-	if err != nil {
-		return err
-	}
 
+	// /healthz and /readyz answer while the worker waits for PostgreSQL.
 	ready := &ops.Readiness{}
-	ready.Add("consumer-group", runner.Ready)
+	ready.Add("consumer-group", func(context.Context) error { return errors.New("starting: waiting for PostgreSQL") })
 	ready.Add("database", func(ctx context.Context) error { return pool.Ping(ctx) })
 	g, gctx := errgroup.WithContext(ctx)
+	srvCtx, stopServer := context.WithCancel(gctx)
 	g.Go(func() error {
-		return ops.Serve(gctx, f.metricsAddr, ops.Handler(reg, ready, pprofOption(f.pprof)...), log)
+		return ops.Serve(srvCtx, f.metricsAddr, ops.Handler(reg, ready, pprofOption(f.pprof)...), log)
 	})
+	var guard *privileges.Guard
 	g.Go(func() error {
+		defer stopServer()
+		runner, gd, err := startWorker(gctx, f, cfg, pool, spec)
+		guard = gd
+		if err != nil || runner == nil {
+			return err
+		}
+		ready.Add("consumer-group", runner.Ready)
 		log.Info("worker starting", "group", cfg.Group, "topics", cfg.Topics, "pg", f.pg.redacted(), "handlers", f.handlers)
 		return runner.Run(gctx)
 	})
-	return kafka.Explain(guard.Explain(g.Wait()))
+	err = g.Wait()
+	if guard != nil {
+		err = guard.Explain(err)
+	}
+	return kafka.Explain(err)
+}
+
+// startWorker waits for PostgreSQL, as the relay does, then compiles the
+// handlers, checks the privileges and returns the Runner; a nil Runner and
+// error when ctx ended first. What waiting cannot mend (a refused password,
+// an unknown database, a missing table) fails at once.
+func startWorker(ctx context.Context, f *workerRunFlags, cfg worker.Config, pool *pgxpool.Pool, spec *sqlhandler.Spec) (*worker.Runner, *privileges.Guard, error) {
+	if err := worker.WaitForDatabase(ctx, pool, cfg.Logger); err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("connect to PostgreSQL %s: %w", f.pg.redacted(), err)
+	}
+	if err := worker.CheckSchema(ctx, pool); err != nil {
+		return nil, nil, err
+	}
+	handler, err := workerHandler(ctx, pool, spec, cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	guard, err := privileges.Worker(handlerStatements(spec)).Verify(ctx, f.pg.url, cfg.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	runner, err := worker.New(cfg, pool, handler)
+	if err != nil {
+		return nil, guard, err
+	}
+	return runner, guard, nil
 }
 
 // positive rejects zero and negative numbers given to flags, which the

@@ -145,7 +145,7 @@ func assertContractSchema(t *testing.T, conn *pgx.Conn) {
 	wantColumns := map[string][]string{
 		"orders":           {"id text NO", "status text NO", "customer text YES", "amount bigint YES", "currency text YES", "created_at timestamp with time zone NO", "updated_at timestamp with time zone NO"},
 		"outbox":           {"event_id uuid NO", "aggregate_type text NO", "aggregate_id text NO", "event_type text NO", "payload jsonb NO", "headers jsonb NO", "created_at timestamp with time zone NO"},
-		"processed_events": {"consumer text NO", "event_id uuid NO", "processed_at timestamp with time zone NO"},
+		"processed_events": {"consumer text NO", "event_id uuid NO", "processed_at timestamp with time zone NO", "result text NO"},
 	}
 	for table, want := range wantColumns {
 		rows, err := conn.Query(ctx, `SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' ||

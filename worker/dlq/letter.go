@@ -11,6 +11,7 @@ package dlq
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -26,6 +27,12 @@ const MaxErrorBytes = 2048
 
 // headerPrefix starts every header the dead-letter path adds.
 const headerPrefix = "x-eventforge-"
+
+// HeaderReplay marks a record that Republish put back on its original
+// topic; its value is the dead letter's position (topic/partition@offset).
+// The worker's inbox applies such a record once although the event was
+// dead-lettered; without it a copy of a dead-lettered event is a duplicate.
+const HeaderReplay = headerPrefix + "replay"
 
 // Topic is the dead-letter topic of topic.
 func Topic(topic string) string { return topic + outbox.DLQSuffix }
@@ -136,12 +143,15 @@ func Decode(m *sarama.ConsumerMessage) Letter {
 
 // Republish is the record that puts l back on its original topic: the
 // original key, value, timestamp and headers (so the same event_id), without
-// the dead-letter headers. The caller's producer partitions it by key, as
-// the relay did.
+// the dead-letter headers, plus HeaderReplay. The caller's producer
+// partitions it by key, as the relay did.
 func (l Letter) Republish() *sarama.ProducerMessage {
+	hs := make([]sarama.RecordHeader, 0, len(l.Headers)+1)
+	hs = append(hs, l.Headers...)
+	hs = append(hs, header(HeaderReplay, fmt.Sprintf("%s/%d@%d", l.Topic, l.Partition, l.Offset)))
 	pm := &sarama.ProducerMessage{
 		Topic:     l.OriginalTopic,
-		Headers:   append([]sarama.RecordHeader(nil), l.Headers...),
+		Headers:   hs,
 		Timestamp: l.Timestamp,
 	}
 	if l.Key != nil {

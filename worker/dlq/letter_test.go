@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,14 @@ func TestMessageRoundTrip(t *testing.T) {
 		got.OriginalOffset != want.OriginalOffset || got.Consumer != want.Consumer || got.Offset != want.Offset {
 		t.Fatalf("Decode = %+v\nwant %+v", got, want)
 	}
-	// Republishing gives back the original record, headers in order.
+	// Republishing gives back the original record, headers in order, and
+	// marks it replayed.
 	back := produced(t, l.Republish(), 0, 0)
+	last := back.Headers[len(back.Headers)-1]
+	if string(last.Key) != HeaderReplay || string(last.Value) != fmt.Sprintf("%s/%d@%d", l.Topic, l.Partition, l.Offset) {
+		t.Fatalf("last republished header %s:%s, want the replay mark", last.Key, last.Value)
+	}
+	back.Headers = back.Headers[:len(back.Headers)-1]
 	if back.Topic != "orders" || !bytes.Equal(back.Key, orig.Key) || !bytes.Equal(back.Value, orig.Value) || !back.Timestamp.Equal(orig.Timestamp) {
 		t.Fatalf("republished %s key %q value %q", back.Topic, back.Key, back.Value)
 	}

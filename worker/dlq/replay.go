@@ -84,3 +84,15 @@ func Replay(producer sarama.SyncProducer, plan Plan) ([]Replayed, error) {
 	}
 	return done, nil
 }
+
+// MaxRecordBytes is the size of the largest record the plan republishes,
+// as the producer counts it, to size a producer that must accept it: the
+// default limit of 1 MB would refuse a larger record that the original
+// topic accepts.
+func (p Plan) MaxRecordBytes() int {
+	largest := 0
+	for _, l := range p.Replay {
+		largest = max(largest, l.Republish().ByteSize(2)) // record batches (v2): headers count
+	}
+	return largest
+}

@@ -3,6 +3,8 @@ package dlq
 import (
 	"testing"
 
+	"github.com/IBM/sarama"
+
 	"github.com/google/uuid"
 )
 
@@ -46,5 +48,19 @@ func TestSelect(t *testing.T) {
 				t.Errorf("skipped %d (%+v), want %d", len(plan.Skipped), plan.Skipped, tt.wantSkipped)
 			}
 		})
+	}
+}
+
+func TestPlanMaxRecordBytes(t *testing.T) {
+	big := Letter{EventID: uuid.NewString(), ValidID: true, Key: []byte("k"), OriginalTopic: "orders",
+		Value: make([]byte, 2<<20), Headers: []sarama.RecordHeader{{Key: []byte("event_id"), Value: []byte("x")}}}
+	small := big
+	small.Value = []byte("{}")
+	plan := Plan{Replay: []Letter{small, big, small}}
+	if got := plan.MaxRecordBytes(); got < 2<<20 || got > 2<<20+1024 {
+		t.Errorf("MaxRecordBytes = %d, want just above 2 MiB", got)
+	}
+	if got := (Plan{}).MaxRecordBytes(); got != 0 {
+		t.Errorf("empty plan: %d", got)
 	}
 }

@@ -76,15 +76,36 @@ func (k call) queue(b *pgconn.Batch, evs []worker.Event) error {
 }
 
 // check compares the rows the call affected with what its events expect.
-// A set-based statement is checked in total; when it falls short the
-// worker redoes the events one by one, which checks each alone.
-func (k call) check(evs []worker.Event, tag pgconn.CommandTag) error {
+// A set-based statement returns the aggregate id of each row it changed
+// (its first column), so each event is checked alone, as its single
+// statement would be: a batch where one event changed 2 rows and another 0
+// fails. When it falls short the worker redoes the events one by one.
+func (k call) check(evs []worker.Event, r *pgconn.Result) error {
 	if !k.set() {
-		return checkRows(evs[k.idx[0]], k.c.st, tag)
+		return checkRows(evs[k.idx[0]], k.c.st, r.CommandTag)
 	}
-	want := int64(k.c.st.MinRows()) * int64(len(k.idx))
-	if n := tag.RowsAffected(); n < want {
-		return fmt.Errorf("%w: %d rows for %d %s events, expected at least %d", ErrTooFewRows, n, len(k.idx), k.c.typ, want)
+	want := k.c.st.MinRows()
+	if want == 0 {
+		return nil
+	}
+	rows := make(map[string]int64, len(k.idx))
+	for _, i := range k.idx {
+		rows[evs[i].AggregateID] = 0
+	}
+	for _, row := range r.Rows {
+		if len(row) == 0 || row[0] == nil {
+			return fmt.Errorf("%w: a row without an aggregate id", ErrBatchNotAttributable)
+		}
+		n, ok := rows[string(row[0])]
+		if !ok {
+			return fmt.Errorf("%w: %q is not the aggregate id of one of its events", ErrBatchNotAttributable, row[0])
+		}
+		rows[string(row[0])] = n + 1
+	}
+	for _, i := range k.idx {
+		if err := checkCount(evs[i], k.c.st, rows[evs[i].AggregateID]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -65,7 +66,7 @@ func New(ctx context.Context, conn Preparer, spec *Spec) (*Handler, error) {
 		}
 		if st.BatchSQL != "" {
 			c.batchName = statementName("b", st.BatchSQL)
-			if err := check(ctx, conn, st.BatchSQL, batchOIDs); err != nil {
+			if err := checkBatch(ctx, conn, st); err != nil {
 				errs = append(errs, fmt.Errorf("handler %q: invalid batch_sql: %w", typ, err))
 			}
 		}
@@ -79,15 +80,50 @@ func New(ctx context.Context, conn Preparer, spec *Spec) (*Handler, error) {
 
 // check prepares sql unnamed, which runs nothing.
 func check(ctx context.Context, conn Preparer, sql string, oids []uint32) error {
+	_, err := describe(ctx, conn, sql, oids)
+	return err
+}
+
+func describe(ctx context.Context, conn Preparer, sql string, oids []uint32) (*pgconn.StatementDescription, error) {
 	sd, err := conn.Prepare(ctx, "", sql, oids)
 	if err != nil {
-		return err
+		return nil, withHint(err)
 	}
 	if len(sd.ParamOIDs) > len(oids) {
 		// PostgreSQL infers the type of a parameter past $5 itself.
-		return fmt.Errorf("uses $%d, but only $1 to $%d exist", len(sd.ParamOIDs), len(oids))
+		return nil, fmt.Errorf("uses $%d, but only $1 to $%d exist", len(sd.ParamOIDs), len(oids))
+	}
+	return sd, nil
+}
+
+// ErrBatchNotAttributable is the failure at start-up of a batch_sql that
+// returns no rows while its type expects rows: expect_rows holds per event,
+// so the statement must say which aggregate each changed row belongs to.
+var ErrBatchNotAttributable = errors.New("batch_sql must return the aggregate id ($1 element) of each row it changes, e.g. RETURNING e.id, so that expect_rows holds for each event (or set expect_rows: 0, or drop batch_sql)")
+
+// checkBatch prepares st's batch statement and, when st expects rows,
+// requires the statement to return them.
+func checkBatch(ctx context.Context, conn Preparer, st Statement) error {
+	sd, err := describe(ctx, conn, st.BatchSQL, batchOIDs)
+	if err != nil {
+		return err
+	}
+	if st.MinRows() > 0 && len(sd.Fields) == 0 {
+		return ErrBatchNotAttributable
 	}
 	return nil
+}
+
+// withHint adds the remedy to a missing schema object.
+func withHint(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case pgerrcode.UndefinedTable, pgerrcode.UndefinedColumn, pgerrcode.InvalidSchemaName:
+			return fmt.Errorf("%w (is this the right database, and migrated? run eventforge migrate)", err)
+		}
+	}
+	return err
 }
 
 // Apply runs the statement of ev's type in tx and checks the rows it
@@ -138,7 +174,7 @@ func (h *Handler) ApplyBatch(ctx context.Context, tx pgx.Tx, evs []worker.Event)
 			forgetPrepared(conn, r.Err)
 			return nil, fmt.Errorf("%s: run statement: %w", calls[n].describe(evs), r.Err)
 		}
-		if err := calls[n].check(evs, r.CommandTag); err != nil {
+		if err := calls[n].check(evs, r); err != nil {
 			return nil, fmt.Errorf("%s: %w", calls[n].describe(evs), err)
 		}
 	}
@@ -194,7 +230,12 @@ func headersJSON(ev *worker.Event) ([]byte, error) {
 }
 
 func checkRows(ev worker.Event, st Statement, tag pgconn.CommandTag) error {
-	if n := tag.RowsAffected(); n < int64(st.MinRows()) {
+	return checkCount(ev, st, tag.RowsAffected())
+}
+
+// checkCount fails when n, the rows changed for ev, is below expect_rows.
+func checkCount(ev worker.Event, st Statement, n int64) error {
+	if n < int64(st.MinRows()) {
 		return fmt.Errorf("%w: %d rows for %s of aggregate %q, expected at least %d", ErrTooFewRows, n, ev.EventType, ev.AggregateID, st.MinRows())
 	}
 	return nil

@@ -3,6 +3,7 @@ package sqlhandler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -228,7 +229,13 @@ handlers:
     sql: UPDATE orders SET customer = coalesce(customer, '') || ($2->>'n'), currency = 'single' WHERE id = $1
     batch_sql: >
       UPDATE orders o SET customer = coalesce(o.customer, '') || (e.p->>'n'), currency = 'batch'
-      FROM unnest($1::text[], $2::jsonb[]) AS e(id, p) WHERE o.id = e.id
+      FROM unnest($1::text[], $2::jsonb[]) AS e(id, p) WHERE o.id = e.id RETURNING e.id
+  order.grouped:
+    # may change several rows per event
+    sql: UPDATE orders SET currency = 'grouped' WHERE customer = $1
+    batch_sql: >
+      UPDATE orders o SET currency = 'grouped'
+      FROM unnest($1::text[]) AS e(c) WHERE o.customer = e.c RETURNING e.c
   order.touched:
     sql: UPDATE orders SET customer = coalesce(customer, '') || 't' WHERE id = $1
   order.copied:
@@ -299,11 +306,28 @@ func TestApplyBatchSetBased(t *testing.T) {
 		})
 	}
 
-	t.Run("too few rows in total fails the batch", func(t *testing.T) {
+	t.Run("too few rows fails the batch", func(t *testing.T) {
 		reset()
 		err := batch(noted("a", "1"), noted("missing", "2"), noted("b", "3"))
-		if !errors.Is(err, sqlhandler.ErrTooFewRows) || !strings.Contains(err.Error(), "3 order.noted events") {
+		if !errors.Is(err, sqlhandler.ErrTooFewRows) || !strings.Contains(err.Error(), `aggregate "missing"`) {
 			t.Fatalf("batch with a missing order: %v", err)
+		}
+	})
+
+	// expect_rows holds per event: one event changing 2 rows does not
+	// make up for another changing none.
+	t.Run("a multi-row event does not hide a missing row", func(t *testing.T) {
+		reset()
+		if _, err := conn.Exec(ctx, `UPDATE orders SET customer = 'x' WHERE id IN ('a', 'b')`); err != nil {
+			t.Fatal(err)
+		}
+		grouped := func(c string) worker.Event { return event("order.grouped", c, `{}`) }
+		err := batch(grouped("x"), grouped("nobody"))
+		if !errors.Is(err, sqlhandler.ErrTooFewRows) || !strings.Contains(err.Error(), `aggregate "nobody"`) {
+			t.Fatalf("batch where one event changed 2 rows and another 0: %v, want too few rows for nobody", err)
+		}
+		if err := batch(grouped("x"), event("order.noted", "c", `{"n":"1"}`)); err != nil {
+			t.Fatalf("batch where every event changed its rows: %v", err)
 		}
 	})
 
@@ -328,6 +352,23 @@ func TestApplyBatchSetBased(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNewRequiresAttributableBatchSQL: a batch_sql of a type that expects
+// rows must return the aggregate of each row it changes; without rows to
+// expect it need not.
+func TestNewRequiresAttributableBatchSQL(t *testing.T) {
+	conn := connect(t)
+	const yaml = "handlers:\n  order.created:\n    sql: UPDATE orders SET status = 'x' WHERE id = $1\n    expect_rows: %d\n" +
+		"    batch_sql: UPDATE orders o SET status = 'x' FROM unnest($1::text[]) AS e(id) WHERE o.id = e.id%s\n"
+	if _, err := compile(t, conn, fmt.Sprintf(yaml, 1, "")); !errors.Is(err, sqlhandler.ErrBatchNotAttributable) {
+		t.Errorf("batch_sql without RETURNING under expect_rows 1: %v", err)
+	}
+	for _, ok := range []string{fmt.Sprintf(yaml, 1, " RETURNING e.id"), fmt.Sprintf(yaml, 0, "")} {
+		if _, err := compile(t, conn, ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
 }
 
 func TestNewRejectsBadBatchSQL(t *testing.T) {

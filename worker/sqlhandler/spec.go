@@ -21,6 +21,7 @@
 //	    batch_sql: >
 //	      UPDATE orders o SET status = 'processed', updated_at = now()
 //	      FROM unnest($1::text[]) AS e(id) WHERE o.id = e.id
+//	      RETURNING e.id
 //
 // Statements are prepared once per connection. In batch mode the statements
 // of a batch's events are pipelined in one round trip. batch_sql, optional,
@@ -29,10 +30,14 @@
 // $4 text[], $5 jsonb[]). It must have the effect of running sql for each
 // event in turn. The worker uses it for consecutive events of the type,
 // never giving it the same aggregate twice (a repeat starts a new
-// statement), so every aggregate's events still apply in order. It is
-// checked in total (at least expect_rows times the events); when it falls
-// short the batch is redone one event at a time with sql, which checks
-// each event alone.
+// statement), so every aggregate's events still apply in order.
+//
+// expect_rows holds for each event in batch mode too, so when it is above 0
+// batch_sql must return one row per row it changes whose first column is
+// the aggregate id as given in $1 (RETURNING e.id above); a statement that
+// returns nothing is refused at start-up. An event with fewer rows than
+// expect_rows, or a returned id that is no event's aggregate, fails the
+// batch, which is then redone one event at a time with sql.
 package sqlhandler
 
 import (
