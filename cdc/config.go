@@ -14,8 +14,8 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // Defaults of Config, also the defaults of the `cdc run` flags.
@@ -42,13 +42,13 @@ const maxStatusInterval = 10 * time.Second
 // durations and sizes are replaced by their defaults.
 type Config struct {
 	PGURL       string
-	Kafka       kafka.Config
+	Kafka       kafkaconf.Config
 	Slot        string // logical replication slot, created when missing
 	Publication string // must exist (eventforge migrate creates it)
 	OutboxTable string // schema.table the publication covers; Mapping.Table wins when set
 	// Mapping names the outbox's table and columns and the record format;
 	// zero: the contract's (outbox.DefaultMapping) on OutboxTable.
-	Mapping outbox.Mapping
+	Mapping Mapping
 
 	TopicPrefix            string // prepended to aggregate_type
 	TopicPartitions        int32  // for topics the relay creates

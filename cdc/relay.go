@@ -18,7 +18,6 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/backoff"
-	"github.com/eventforge/eventforge/internal/ops"
 	"github.com/eventforge/eventforge/internal/outbox"
 )
 
@@ -49,7 +48,7 @@ const (
 
 // New checks cfg and registers the relay's metrics on reg and its readiness
 // check on ready (either may be nil).
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Readiness) (*Relay, error) {
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready ReadinessRegistrar) (*Relay, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

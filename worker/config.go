@@ -12,6 +12,7 @@ import (
 
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // Defaults of Config; a zero field takes its default.
@@ -29,7 +30,9 @@ const (
 
 // Config configures a Runner. Zero fields take the defaults above.
 type Config struct {
-	Kafka kafka.Config
+	// Kafka is the brokers and their security (no default: Brokers is
+	// required).
+	Kafka kafkaconf.Config
 	// Group is the Kafka consumer group; its members share the partitions.
 	Group string
 	// Consumer names this worker in processed_events (the inbox): events
@@ -76,6 +79,19 @@ type hooks struct {
 	afterCommit func(evs []Event) error
 	// beforeDeadLetter runs before a dead letter is produced.
 	beforeDeadLetter func(m *sarama.ConsumerMessage)
+}
+
+// DefaultConfig returns a Config with every default set: a caller sets
+// Kafka, Group and Topics (required) and changes what it needs, then New
+// validates it. Consumer defaults to Group, Logger to a discarding logger
+// and Registerer to a private registry, all set by New.
+func DefaultConfig() Config { return Config{}.withDefaults().unsetDerived() }
+
+// unsetDerived clears the defaults that New derives per call, so a
+// DefaultConfig carries no shared logger, registry or consumer name.
+func (c Config) unsetDerived() Config {
+	c.Consumer, c.Logger, c.Registerer = "", nil, nil
+	return c
 }
 
 // withDefaults returns c with every zero field set to its default.
