@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventforge/eventforge/internal/kafka"
@@ -129,7 +130,7 @@ func TestActivePID(t *testing.T) {
 		{"", 0},
 	}
 	for _, tt := range tests {
-		if got := activePID(&pgconn.PgError{Code: sqlstateObjectInUse, Message: tt.msg}); got != tt.want {
+		if got := activePID(&pgconn.PgError{Code: pgerrcode.ObjectInUse, Message: tt.msg}); got != tt.want {
 			t.Errorf("activePID(%q) = %d, want %d", tt.msg, got, tt.want)
 		}
 	}

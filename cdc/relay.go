@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -280,7 +281,7 @@ func (r *Relay) startReplication(ctx context.Context, repl *pgconn.PgConn, start
 	if err == nil {
 		return nil
 	}
-	if code, pe := pgErrorCode(err); code == sqlstateObjectInUse {
+	if code, pe := pgErrorCode(err); code == pgerrcode.ObjectInUse { // slot active for another PID: wait as standby
 		return &standbyError{pid: activePID(pe)}
 	}
 	return fmt.Errorf("start replication from slot %s: %w", r.cfg.Slot, err)

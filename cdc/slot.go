@@ -47,12 +47,6 @@ type kindError struct {
 func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.kind }
 
-// SQLSTATEs the relay reacts to (checked on *pgconn.PgError, never on text).
-const (
-	sqlstateObjectInUse     = "55006" // slot active for another PID: wait as standby
-	sqlstateDuplicateObject = "42710" // slot created concurrently by another relay
-)
-
 // connectSQL opens a normal connection; its error never repeats the password.
 func connectSQL(ctx context.Context, url string) (*pgx.Conn, error) {
 	cfg, err := ipg.ParseConfig(url)
