@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
 	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
@@ -189,8 +190,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	// An invalid prefix would set every event aside.
-	if p := c.TopicPrefix; p != "" && TopicProblem(p+"x") != "" {
-		return fmt.Errorf("invalid --topic-prefix %q: %s", p, TopicProblem(p+"x"))
+	if p := c.TopicPrefix; p != "" && outbox.TopicProblem(p+"x") != "" {
+		return fmt.Errorf("invalid --topic-prefix %q: %s", p, outbox.TopicProblem(p+"x"))
 	}
 	switch {
 	case c.TopicPartitions < 1:

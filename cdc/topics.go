@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // batchOverhead is kept free below a topic's max.message.bytes: the broker
@@ -120,7 +121,7 @@ func (t *topics) ensure(ctx context.Context, topic string) error {
 	if t.ensured[topic] {
 		return nil
 	}
-	if problem := TopicProblem(topic); problem != "" {
+	if problem := outbox.TopicProblem(topic); problem != "" {
 		return &RejectError{Reason: problem}
 	}
 	if err := t.exist(ctx, topic); err != nil {
@@ -330,45 +331,5 @@ func (t *topics) describe(topic string) (bool, error) {
 	return false, nil
 }
 
-// maxTopicLen is Kafka's limit on a topic name (249) less room for the
-// worker's dead-letter topic "<topic>.dlq": a longer topic could be published
-// but its dead letters could not.
-const maxTopicLen = 249 - len(".dlq")
-
-// TopicProblem says why name cannot be a topic the relay produces to, or ""
-// when it can: Kafka's rules ([a-zA-Z0-9._-], not "." or "..")
-// plus the relay's own: at most 245 characters, to leave room for ".dlq",
-// and no names starting with "__", which Kafka keeps for
-// its internal topics (__consumer_offsets, __transaction_state, …).
-func TopicProblem(name string) string {
-	switch {
-	case name == "":
-		return "empty topic name (aggregate_type is empty and there is no --topic-prefix)"
-	case name == "." || name == "..":
-		return fmt.Sprintf("topic name %q is not allowed by Kafka", name)
-	case len(name) > maxTopicLen:
-		return fmt.Sprintf("topic name of %d characters is longer than %d (Kafka's 249 less room for the .dlq dead-letter topic)", len(name), maxTopicLen)
-	case strings.HasPrefix(name, "__"):
-		return fmt.Sprintf("topic name %q starts with \"__\", which Kafka keeps for internal topics", truncateName(name))
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			ch := fmt.Sprintf("%q", c)
-			if c < 0x20 || c >= 0x7f {
-				ch = fmt.Sprintf("byte %#02x", c)
-			}
-			return fmt.Sprintf("topic name %q has %s at byte %d: Kafka allows only ASCII letters, digits, '.', '_' and '-'", truncateName(name), ch, i)
-		}
-	}
-	return ""
-}
-
 // truncateName keeps reasons short when a hostile name is long.
-func truncateName(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+func truncateName(s string) string { return outbox.TruncateName(s) }
