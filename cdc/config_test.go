@@ -146,17 +146,6 @@ func TestLimits(t *testing.T) {
 	if got := l.current(); got != 3000 {
 		t.Fatalf("current() = %d, want the smallest topic limit 3000", got)
 	}
-	l.refused("b", "e1")
-	if got := l.current(); got != 10000 {
-		t.Fatalf("after a refusal the topic's limit must be read again: current() = %d", got)
-	}
-	l.refused("b", "e1")
-	if n := l.refusals("e1"); n != 2 {
-		t.Fatalf("refusals = %d, want 2", n)
-	}
-	if n := l.refusals("e2"); n != 0 {
-		t.Fatalf("refusals of another event = %d", n)
-	}
 }
 
 // TestCommitToAckBuckets checks the latency histogram can judge a 10 ms p99:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 )
 
@@ -24,16 +25,15 @@ const batchOverhead = 128
 // topic up to one MaxMessageBytes, so the relay uses the smallest limit it
 // knows as its record limit.
 type limits struct {
-	mu       sync.Mutex
-	max      int             // --max-message-bytes
-	byTopic  map[string]int  // max.message.bytes - batchOverhead
-	suspects map[string]int  // event id -> broker MESSAGE_TOO_LARGE refusals
-	checked  map[string]bool // topics whose durability was checked
-	log      *slog.Logger    // for the durability warnings
+	mu      sync.Mutex
+	max     int             // --max-message-bytes
+	byTopic map[string]int  // max.message.bytes - batchOverhead
+	checked map[string]bool // topics whose durability was checked
+	log     *slog.Logger    // for the durability warnings
 }
 
 func newLimits(max int) *limits {
-	return &limits{max: max, byTopic: map[string]int{}, suspects: map[string]int{},
+	return &limits{max: max, byTopic: map[string]int{},
 		checked: map[string]bool{}, log: slog.New(slog.DiscardHandler)}
 }
 
@@ -64,30 +64,6 @@ func (l *limits) set(topic string, v int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.byTopic[topic] = v
-}
-
-// refused notes a broker-side MESSAGE_TOO_LARGE: the topic's limit is read
-// again next session, and the event becomes a suspect.
-func (l *limits) refused(topic, eventID string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.byTopic, topic)
-	l.suspects[eventID]++
-}
-
-// refusals is how often the broker refused the event as too large.
-func (l *limits) refusals(eventID string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.suspects[eventID]
-}
-
-// anyRefused reports whether the broker refused any event as too large, so a
-// session without suspects skips the per-event refusals lookup.
-func (l *limits) anyRefused() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.suspects) > 0
 }
 
 // topics makes sure the topics a session writes to exist, and learns their
@@ -225,7 +201,7 @@ type topicConf struct {
 
 func (t *topics) topicConfig(topic string) (topicConf, error) {
 	var c topicConf
-	entries, err := t.admin.DescribeConfig(sarama.ConfigResource{
+	entries, err := kafka.DescribeConfig(t.admin, sarama.ConfigResource{
 		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes", "min.insync.replicas"},
 	})
 	if err != nil {

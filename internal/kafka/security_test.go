@@ -131,7 +131,10 @@ func converse(t *testing.T, client sarama.SCRAMClient, hash scram.HashGeneratorF
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := right.GetStoredCredentials(kf)
+	stored, err := right.GetStoredCredentialsWithError(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	server, err := hash.NewServer(func(string) (scram.StoredCredentials, error) { return stored, nil })
 	if err != nil {
 		t.Fatal(err)
