@@ -178,7 +178,7 @@ func (c Config) Validate() error {
 	} else if _, err := pgconn.ParseConfig(c.PGURL); err != nil {
 		errs = append(errs, fielderr.Wrap("Config.PGURL", err))
 	}
-	errs = append(errs, fielderr.Wrap("Config.Kafka", c.Kafka.Validate()))
+	errs = append(errs, c.Kafka.Validate())
 	if !slotName.MatchString(c.Slot) {
 		add("Config.Slot", "invalid slot name %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
 	}

@@ -16,7 +16,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("Validate() = nil")
 	}
-	want := []string{"Config.PGURL: invalid PostgreSQL URL", "Config.Kafka: no Kafka brokers", `Config.Slot: invalid slot name "Bad-Slot"`,
+	want := []string{"Config.PGURL: invalid PostgreSQL URL", "Config.Kafka.Brokers: required", `Config.Slot: invalid slot name "Bad-Slot"`,
 		"Config.BackfillAll and Config.BackfillSince exclude each other", "Config.MaxInFlightEvents: -1", `Config.Compression: invalid compression "rar"`}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {

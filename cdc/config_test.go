@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", func(*Config) {}, ""},
 		{"no pg url", func(c *Config) { c.PGURL = "" }, "Config.PGURL: required"},
 		{"bad pg url hides password", func(c *Config) { c.PGURL = "postgres://u:secret@[::1" }, "invalid PostgreSQL URL"},
-		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "--kafka-brokers"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "Config.Kafka.Brokers: required"},
 		{"slot upper case", func(c *Config) { c.Slot = "Relay" }, "Config.Slot: invalid slot name"},
 		{"slot dash", func(c *Config) { c.Slot = "my-slot" }, "Config.Slot: invalid slot name"},
 		{"slot too long", func(c *Config) { c.Slot = strings.Repeat("a", 64) }, "Config.Slot: invalid slot name"},

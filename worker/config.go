@@ -144,7 +144,7 @@ func (c Config) Check() error { return c.withDefaults().Validate() }
 // checks the values as given, so call it on a Config with its defaults
 // applied (DefaultConfig; New applies them).
 func (c Config) Validate() error {
-	errs := []error{fielderr.Wrap("Config.Kafka", c.Kafka.Validate())}
+	errs := []error{c.Kafka.Validate()}
 	if c.Group == "" {
 		errs = append(errs, fielderr.New("Config.Group", "required"))
 	}

@@ -45,7 +45,7 @@ func TestConfigValidate(t *testing.T) {
 		change func(*Config)
 		want   string
 	}{
-		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "Config.Kafka: no Kafka brokers"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "Config.Kafka.Brokers: required"},
 		{"no group", func(c *Config) { c.Group = "" }, "Config.Group: required"},
 		{"no topics", func(c *Config) { c.Topics = nil }, "Config.Topics: required"},
 		{"empty topic", func(c *Config) { c.Topics = []string{""} }, "invalid topic"},
@@ -135,7 +135,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("Validate() = nil")
 	}
-	for _, want := range []string{"Config.Kafka: no Kafka brokers", "Config.Group: required", `Config.Topics: topic "orders.dlq" is a dead-letter topic`, "Config.MaxAttempts: must be positive, got -1"} {
+	for _, want := range []string{"Config.Kafka.Brokers: required", "Config.Group: required", `Config.Topics: topic "orders.dlq" is a dead-letter topic`, "Config.MaxAttempts: must be positive, got -1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v\nwant a line %q", err, want)
 		}

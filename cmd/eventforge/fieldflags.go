@@ -1,6 +1,8 @@
 package main
 
 import (
+	"maps"
+
 	"github.com/eventforge/eventforge/internal/fielderr"
 )
 
@@ -10,12 +12,39 @@ import (
 // configuration whose errors name flags already (the Kafka client's). A
 // field a command has no flag for keeps its Go name.
 
+// kafkaFlagNames maps the Kafka client configuration's fields (the Kafka
+// field of cdc.Config and worker.Config) to the flags every Kafka command
+// shares.
+func kafkaFlagNames() map[string]string {
+	const tls, sasl = "Config.Kafka.Security.TLS", "Config.Kafka.Security.SASL"
+	return map[string]string{
+		"Config.Kafka.Brokers":      "--kafka-brokers",
+		tls:                         "--kafka-tls",
+		tls + ".CAFile":             "--kafka-tls-ca-file",
+		tls + ".CertFile":           "--kafka-tls-cert-file",
+		tls + ".KeyFile":            "--kafka-tls-key-file",
+		tls + ".ServerName":         "--kafka-tls-server-name",
+		sasl:                        "--kafka-sasl-mechanism",
+		sasl + ".Mechanism":         "--kafka-sasl-mechanism",
+		sasl + ".User":              "--kafka-sasl-user",
+		sasl + ".Password":          "--kafka-sasl-password",
+		sasl + ".OAuthTokenFile":    "--kafka-oauth-token-file",
+		sasl + ".OAuthTokenCommand": "--kafka-oauth-token-command",
+		sasl + ".AWSRegion":         "--kafka-aws-region",
+	}
+}
+
+// withKafka is names and the Kafka client's names.
+func withKafka(names map[string]string) map[string]string {
+	maps.Copy(names, kafkaFlagNames())
+	return names
+}
+
 // relayFlagNames maps cdc.Config's fields to the flags of cdc run and
 // outbox republish.
 func relayFlagNames() map[string]string {
-	return map[string]string{
+	return withKafka(map[string]string{
 		"Config.PGURL":                  "--pg-url",
-		"Config.Kafka":                  "",
 		"Config.Mapping":                "",
 		"Config.Slot":                   "--slot",
 		"Config.Publication":            "--publication",
@@ -34,13 +63,12 @@ func relayFlagNames() map[string]string {
 		"Config.ShutdownTimeout":        "--shutdown-timeout",
 		"Config.Compression":            "--compression",
 		"Config.MaxMessageBytes":        "--max-message-bytes",
-	}
+	})
 }
 
 // workerFlagNames maps worker.Config's fields to the flags of worker run.
 func workerFlagNames() map[string]string {
-	return map[string]string{
-		"Config.Kafka":          "",
+	return withKafka(map[string]string{
 		"Config.Group":          "--group",
 		"Config.Consumer":       "--consumer",
 		"Config.Topics":         "--topics",
@@ -53,7 +81,7 @@ func workerFlagNames() map[string]string {
 		"Config.ApplyTimeout":   "--apply-timeout",
 		"Config.SessionTimeout": "--session-timeout",
 		"Config.CommitInterval": "--commit-interval",
-	}
+	})
 }
 
 // apiFlagNames maps api.Config's fields to the flags of api run.
