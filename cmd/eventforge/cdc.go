@@ -97,6 +97,7 @@ func newCDCRunCmd() *cobra.Command {
 		metricsAddr       string
 		pprofOn           bool
 		backfill          backfillFlags
+		eos               eosFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -131,6 +132,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
 			cfg.ReceiveTimeout = receiveTimeout
+			eos.apply(&cfg)
 			if err := backfill.apply(&cfg); err != nil {
 				return err
 			}
@@ -178,6 +180,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
 	backfill.register(cmd)
+	eos.register(fs)
 	rc.register(fs)
 	annotateEnv(cmd)
 	return cmd

@@ -1,0 +1,159 @@
+package cdc
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/cdc/position"
+)
+
+// positionTopicSuffix names the exactly-once relay's position topic after
+// the topic prefix, unless --position-topic names it.
+const positionTopicSuffix = "eventforge.positions"
+
+// positionTopic is the compacted topic holding the exactly-once position of
+// each slot (key: the slot name).
+func (c *Config) positionTopic() string {
+	if c.PositionTopic != "" {
+		return c.PositionTopic
+	}
+	return c.TopicPrefix + positionTopicSuffix
+}
+
+// ensurePositionTopic creates the position topic when missing: one
+// partition, compacted, so it keeps the latest position of every slot.
+func ensurePositionTopic(t *topics, topic string) error {
+	found, err := t.describe(topic)
+	if err != nil || found {
+		return err
+	}
+	compact := "compact"
+	d := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: t.cfg.TopicReplicationFactor,
+		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}
+	if err := t.admin.CreateTopic(topic, d, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("create position topic %s: %w", topic, err)
+	}
+	return t.client.RefreshMetadata(topic)
+}
+
+// positionFetchBytes bounds one fetch of the position topic.
+const positionFetchBytes = 4 << 20
+
+// readPosition reads slot's latest committed position from the single
+// partition of topic. The read ends at the last stable offset, which is the
+// high watermark once this relay's transactional producer has fenced any
+// earlier one. The zero Position: none recorded.
+func readPosition(ctx context.Context, client sarama.Client, topic, slot string) (position.Position, error) {
+	var pos position.Position
+	err := readCommitted(ctx, client, topic, 0, func(r *sarama.Record) error {
+		if string(r.Key) != slot || r.Value == nil {
+			return nil
+		}
+		s, p, err := position.Decode(r.Value)
+		if err != nil {
+			return err
+		}
+		if s == slot {
+			pos = position.Max(pos, p)
+		}
+		return nil
+	})
+	return pos, err
+}
+
+// readCommitted visits the records of one partition, oldest first, up to
+// its last stable offset, as a read_committed consumer sees them: records
+// of aborted transactions and control records left out.
+func readCommitted(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(*sarama.Record) error) error {
+	offset, err := client.GetOffset(topic, partition, sarama.OffsetOldest)
+	if err != nil {
+		return fmt.Errorf("read %s/%d: %w", topic, partition, err)
+	}
+	for ctx.Err() == nil {
+		block, err := fetchBlock(client, topic, partition, offset)
+		if err != nil {
+			return err
+		}
+		end := block.LastStableOffset
+		if end < 0 {
+			end = block.HighWaterMarkOffset
+		}
+		if offset >= end {
+			return nil
+		}
+		next, err := scanCommitted(block, offset, end, visit)
+		if err != nil {
+			return fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, offset, err)
+		}
+		if next <= offset {
+			return fmt.Errorf("read %s/%d: no progress at offset %d", topic, partition, offset)
+		}
+		offset = next
+	}
+	return context.Cause(ctx)
+}
+
+func fetchBlock(client sarama.Client, topic string, partition int32, offset int64) (*sarama.FetchResponseBlock, error) {
+	b, err := client.Leader(topic, partition)
+	if err != nil {
+		return nil, fmt.Errorf("find leader of %s/%d: %w", topic, partition, err)
+	}
+	req := &sarama.FetchRequest{Version: 11, MaxBytes: positionFetchBytes, Isolation: sarama.ReadCommitted}
+	req.AddBlock(topic, partition, offset, positionFetchBytes, -1)
+	resp, err := b.Fetch(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s/%d: %w", topic, partition, err)
+	}
+	block := resp.GetBlock(topic, partition)
+	if block == nil {
+		return nil, fmt.Errorf("fetch %s/%d: no answer for the partition", topic, partition)
+	}
+	if !errors.Is(block.Err, sarama.ErrNoError) {
+		return nil, fmt.Errorf("fetch %s/%d: %w", topic, partition, block.Err)
+	}
+	return block, nil
+}
+
+// scanCommitted visits the committed records of block from offset, below
+// end, and returns the offset to fetch next. A batch of a producer with an
+// aborted transaction open at that offset is skipped, up to that producer's
+// next control record, as the Java consumer does.
+func scanCommitted(block *sarama.FetchResponseBlock, offset, end int64, visit func(*sarama.Record) error) (int64, error) {
+	aborted := slices.Clone(block.AbortedTransactions)
+	slices.SortFunc(aborted, func(a, b *sarama.AbortedTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	open := map[int64]bool{} // producers inside an aborted transaction
+	next := offset
+	for _, recs := range block.RecordsSet {
+		rb := recs.RecordBatch
+		if rb == nil || rb.PartialTrailingRecord || rb.FirstOffset >= end {
+			break
+		}
+		last := rb.FirstOffset + int64(rb.LastOffsetDelta)
+		for len(aborted) > 0 && aborted[0].FirstOffset <= last {
+			open[aborted[0].ProducerID] = true
+			aborted = aborted[1:]
+		}
+		next = max(next, last+1)
+		if rb.Control {
+			delete(open, rb.ProducerID) // the end of that producer's transaction
+			continue
+		}
+		if rb.IsTransactional && open[rb.ProducerID] {
+			continue
+		}
+		for _, r := range rb.Records {
+			if rb.FirstOffset+r.OffsetDelta < offset {
+				continue
+			}
+			if err := visit(r); err != nil {
+				return next, err
+			}
+		}
+	}
+	return next, nil
+}
