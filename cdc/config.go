@@ -35,6 +35,10 @@ const (
 	DefaultMetricsAddr            = "" // like worker and api: set it to serve /healthz, /readyz, /metrics
 )
 
+// eosProduceRetries bounds sarama's retries of a record in exactly-once
+// mode.
+const eosProduceRetries = 5
+
 // maxStatusInterval caps the interval between standby status updates; the
 // server's wal_sender_timeout/2 lowers it further (docs/design.md#status-cadence).
 const maxStatusInterval = 10 * time.Second
@@ -295,6 +299,11 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 		// relay fences the previous producer (docs/design.md#exactly-once).
 		sc.Producer.Transaction.ID = "eventforge-" + c.Slot
 		sc.Producer.Transaction.Timeout = time.Minute
+		// A record's error aborts the whole transaction, which the next
+		// session sends again: no gap is possible, so a few retries are
+		// enough, and a fenced producer gives up in seconds instead of
+		// retrying for minutes.
+		sc.Producer.Retry.Max = eosProduceRetries
 	}
 	return sc, nil
 }

@@ -184,7 +184,9 @@ func (f *eosFeeder) commit() error {
 	failpoint.Hit(failpoint.CDCEOSBeforeKafkaCommit)
 	if err := f.ps.prod.CommitTxn(); err != nil {
 		f.ps.m.kafkaTxns.WithLabelValues("failed").Inc()
-		return f.commitFailed(err)
+		err = f.commitFailed(err)
+		f.ps.log.Warn("Kafka transaction not committed: it is aborted, its events are sent again by the next session", "events", len(f.held), "err", err)
+		return err
 	}
 	f.ps.m.kafkaTxns.WithLabelValues("committed").Inc()
 	failpoint.Hit(failpoint.CDCEOSAfterKafkaCommit)
@@ -204,10 +206,16 @@ func (f *eosFeeder) commitFailed(err error) error {
 		return f.failed(context.Background(), pe)
 	default:
 	}
-	if errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch) {
-		return fmt.Errorf("commit Kafka transaction: another relay took over this slot's transactional id (fenced): %w", err)
+	if fenced(err) {
+		return fmt.Errorf("commit Kafka transaction: fenced: another relay took over this slot's transactional id: %w", err)
 	}
 	return fmt.Errorf("commit Kafka transaction: %w", err)
+}
+
+// fenced reports an error of a producer whose transactional id a newer
+// producer took over.
+func fenced(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
 }
 
 // failed ends the session on a record's error; the open transaction will be
@@ -216,6 +224,9 @@ func (f *eosFeeder) commitFailed(err error) error {
 // again (docs/design.md#rejected-records).
 func (f *eosFeeder) failed(ctx context.Context, pe *sarama.ProducerError) error {
 	f.ps.m.publishErrors.Inc()
+	if fenced(pe.Err) {
+		return fmt.Errorf("produce in a Kafka transaction: fenced: another relay took over this slot's transactional id: %w", pe.Err)
+	}
 	p, ok := pe.Msg.Metadata.(*pending)
 	if !ok {
 		return fmt.Errorf("produce position record to %s: %w", f.topic, pe.Err)
