@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -45,9 +46,9 @@ func ensurePositionTopic(t *topics, topic string) error {
 const positionFetchBytes = 4 << 20
 
 // readPosition reads slot's latest committed position from the single
-// partition of topic. The read ends at the last stable offset, which is the
-// high watermark once this relay's transactional producer has fenced any
-// earlier one. The zero Position: none recorded.
+// partition of topic, up to its high watermark: this relay's producer has
+// fenced any earlier one of the slot, so every transaction of the slot
+// below it is decided. The zero Position: none recorded.
 func readPosition(ctx context.Context, client sarama.Client, topic, slot string) (position.Position, error) {
 	var pos position.Position
 	err := readCommitted(ctx, client, topic, 0, func(r *sarama.Record) error {
@@ -67,26 +68,39 @@ func readPosition(ctx context.Context, client sarama.Client, topic, slot string)
 }
 
 // readCommitted visits the records of one partition, oldest first, up to
-// its last stable offset, as a read_committed consumer sees them: records
-// of aborted transactions and control records left out.
+// its high watermark when the read began, as a read_committed consumer sees
+// them: records of aborted transactions and control records left out. It
+// waits while a transaction below that watermark is still open.
 func readCommitted(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(*sarama.Record) error) error {
 	offset, err := client.GetOffset(topic, partition, sarama.OffsetOldest)
 	if err != nil {
 		return fmt.Errorf("read %s/%d: %w", topic, partition, err)
 	}
+	target := int64(-1) // the high watermark when the read began
 	for ctx.Err() == nil {
 		block, err := fetchBlock(client, topic, partition, offset)
 		if err != nil {
 			return err
+		}
+		if target < 0 {
+			target = block.HighWaterMarkOffset
+		}
+		if offset >= target {
+			return nil
 		}
 		end := block.LastStableOffset
 		if end < 0 {
 			end = block.HighWaterMarkOffset
 		}
 		if offset >= end {
-			return nil
+			// Another producer's transaction is still open below the
+			// target: wait until it is decided.
+			if !sleep(ctx, 50*time.Millisecond) {
+				break
+			}
+			continue
 		}
-		next, err := scanCommitted(block, offset, end, visit)
+		next, err := scanCommitted(block, offset, min(end, target), visit)
 		if err != nil {
 			return fmt.Errorf("read %s/%d at offset %d: %w", topic, partition, offset, err)
 		}
