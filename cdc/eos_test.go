@@ -34,7 +34,7 @@ func committedCounts(t testing.TB, brokers []string, topic string) map[string]in
 		return counts // not created yet
 	}
 	for _, p := range parts {
-		err := readCommitted(context.Background(), cl, topic, p, func(r *sarama.Record) error {
+		err := kafka.ReadCommitted(context.Background(), cl, topic, p, func(_ int64, r *sarama.Record) error {
 			for _, h := range r.Headers {
 				if string(h.Key) == "event_id" {
 					counts[string(h.Value)]++
