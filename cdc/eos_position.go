@@ -26,7 +26,7 @@ func (c *Config) positionTopic() string {
 
 // ensurePositionTopic creates the position topic when missing: one
 // partition, compacted, so it keeps the latest position of every slot.
-func ensurePositionTopic(t *topics, topic string) error {
+func ensurePositionTopic(ctx context.Context, t *topics, topic string) error {
 	found, err := t.describe(topic)
 	if err != nil || found {
 		return err
@@ -37,7 +37,7 @@ func ensurePositionTopic(t *topics, topic string) error {
 	if err := t.admin.CreateTopic(topic, d, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create position topic %s: %w", topic, err)
 	}
-	return t.client.RefreshMetadata(topic)
+	return t.awaitLeaders(ctx, topic)
 }
 
 // readPosition reads slot's latest committed position from the single
