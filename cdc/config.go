@@ -108,8 +108,10 @@ type Config struct {
 	// PositionTopic is the compacted topic of the exactly-once position;
 	// default: TopicPrefix + "eventforge.positions".
 	PositionTopic string
-	// TxnInterval is how long an exactly-once Kafka transaction stays open
-	// to batch PostgreSQL transactions; default 100ms.
+	// TxnInterval is the longest an exactly-once Kafka transaction stays
+	// open to batch PostgreSQL transactions while more are queued (it
+	// commits at once at a PostgreSQL commit when nothing is); default
+	// 100ms.
 	TxnInterval time.Duration
 }
 

@@ -21,9 +21,10 @@ import (
 // position read at the session's start covers them) are acked without being
 // produced.
 //
-// A Kafka transaction ends at a PostgreSQL transaction boundary once it is
-// TxnInterval old, or anywhere when the stream went quiet for TxnInterval or
-// when it holds half the in-flight window (a large PostgreSQL transaction
+// A Kafka transaction ends at a PostgreSQL transaction boundary when no
+// more events are queued or once it is TxnInterval old, or anywhere when the
+// stream went quiet for TxnInterval or when it holds half the in-flight
+// window (a large PostgreSQL transaction
 // then spans several Kafka transactions; the position records the last
 // INSERT included). Any error of the producer ends the session and leaves
 // the open transaction to be aborted by the next session's producer, which
@@ -107,6 +108,14 @@ func (f *eosFeeder) run(ctx context.Context, in <-chan *pending) error {
 			}
 			if err := f.take(ctx, p); err != nil {
 				return err
+			}
+			if f.open && f.boundary && len(in) == 0 {
+				// Nothing more is queued: commit now rather than wait for
+				// the interval. Under load events queue up while a commit
+				// is under way, so transactions grow with the load.
+				if err := f.commit(); err != nil {
+					return err
+				}
 			}
 		case pe := <-f.errs:
 			return f.failed(ctx, pe)
