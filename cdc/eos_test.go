@@ -241,3 +241,34 @@ func TestEOSZombieRelayFenced(t *testing.T) {
 	b.terminate(t)
 	a.kill(t)
 }
+
+// TestEOSHeartbeatsAndRestart: in exactly-once mode a quiet outbox's
+// heartbeats still move the slot (they produce nothing, so no Kafka
+// transaction is needed), and events relayed before an orderly restart are
+// not relayed again after it.
+func TestEOSHeartbeatsAndRestart(t *testing.T) {
+	t.Parallel()
+	c := newFPCase(t)
+	c.cfg.ExactlyOnce = true
+	c.cfg.HeartbeatInterval = 200 * time.Millisecond
+	r := startRelay(t, c.cfg)
+	waitFor(t, 30*time.Second, "relay streaming", func() bool { return r.State() == stateStreaming })
+	idle := currentLSN(t, c.db)
+	waitFor(t, 30*time.Second, "heartbeats confirmed past the idle position", func() bool { return slotConfirmed(t, c.db, c.cfg.Slot) > idle })
+	c.txn(30)
+	waitFor(t, 60*time.Second, "events committed in Kafka", func() bool {
+		return len(committedCounts(t, c.cfg.Kafka.Brokers, c.topic)) == len(c.w.committed)
+	})
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	r = startRelay(t, c.cfg)
+	c.txn(5)
+	waitFor(t, 60*time.Second, "events after the restart committed in Kafka", func() bool {
+		return len(committedCounts(t, c.cfg.Kafka.Brokers, c.topic)) == len(c.w.committed)
+	})
+	noDuplicates(t, committedCounts(t, c.cfg.Kafka.Brokers, c.topic), "after an orderly restart")
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
