@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
@@ -306,6 +307,12 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 		// enough, and a fenced producer gives up in seconds instead of
 		// retrying for minutes.
 		sc.Producer.Retry.Max = eosProduceRetries
+		// A transaction begun right after a commit is refused with
+		// CONCURRENT_TRANSACTIONS until the commit's markers are written:
+		// retry in milliseconds, not sarama's 20-100 ms.
+		sc.Producer.Transaction.Retry.BackoffFunc = func(retries, _ int) time.Duration {
+			return backoff.Exponential(2*time.Millisecond, 100*time.Millisecond, retries)
+		}
 	}
 	return sc, nil
 }
