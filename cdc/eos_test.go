@@ -272,3 +272,49 @@ func TestEOSHeartbeatsAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEOSRefusedRecordIsSetAside: in exactly-once mode a record the broker
+// refuses for good aborts its Kafka transaction; the relay first records it
+// in outbox_rejected, and the next session skips it, so it never reaches a
+// read_committed reader and everything else arrives once.
+func TestEOSRefusedRecordIsSetAside(t *testing.T) {
+	t.Parallel()
+	c := newFPCase(t)
+	c.cfg.ExactlyOnce = true
+	r := startRelay(t, c.cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	first := c.txn(3)
+	waitFor(t, 30*time.Second, "first events committed in Kafka", func() bool {
+		return len(committedCounts(t, c.cfg.Kafka.Brokers, c.topic)) == len(first.ids)
+	})
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	alterTopic(t, c.cfg.Kafka.Brokers, c.topic, "message.timestamp.before.max.ms", "1000")
+	refused := c.txn(1)
+	delete(c.w.committed, refused.ids[0])
+	afterRefused := currentLSN(t, c.db)
+	time.Sleep(3 * time.Second) // its commit time is now older than the topic accepts
+
+	r = startRelay(t, c.cfg)
+	waitFor(t, 60*time.Second, "the refused event in outbox_rejected", func() bool { return rejectedReason(t, c.db, refused.ids[0]) != "" })
+	waitFor(t, 60*time.Second, "slot confirmed past the refused event", func() bool { return slotConfirmed(t, c.db, c.cfg.Slot) >= afterRefused })
+	alterTopic(t, c.cfg.Kafka.Brokers, c.topic, "message.timestamp.before.max.ms", "9223372036854775807")
+	c.txn(2)
+	var counts map[string]int
+	waitFor(t, 60*time.Second, "later events committed in Kafka", func() bool {
+		counts = committedCounts(t, c.cfg.Kafka.Brokers, c.topic)
+		return len(counts) >= len(c.w.committed)
+	})
+	noDuplicates(t, counts, "after the refusal")
+	if counts[refused.ids[0].String()] != 0 {
+		t.Fatal("the refused event is visible to read_committed")
+	}
+	if len(counts) != len(c.w.committed) {
+		t.Fatalf("%d distinct events in Kafka, want %d", len(counts), len(c.w.committed))
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
