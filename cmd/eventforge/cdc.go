@@ -107,6 +107,10 @@ idempotent producer. The slot is confirmed only up to the end of the last transa
 event the broker acknowledged, so a crash resends but never loses events. A second instance on the
 same slot waits as a standby and takes over when the first one stops.
 
+--exactly-once produces inside Kafka transactions instead and commits the relay's position in the
+same transaction (to --position-topic): after a crash nothing already committed is sent again, so a
+consumer reading with isolation.level=read_committed sees every event once.
+
 The slot is created on the first run (or after eventforge slot drop) with an exported snapshot.
 --backfill-since TIME (or --backfill-all) then publishes the outbox rows that snapshot sees, created
 at or after TIME, waits for the broker to acknowledge them, and only then streams from the slot: every
