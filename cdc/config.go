@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
@@ -31,8 +32,13 @@ const (
 	DefaultCompression            = "lz4"
 	DefaultMaxMessageBytes        = 1000000
 	DefaultShutdownTimeout        = 30 * time.Second
+	DefaultTxnInterval            = 100 * time.Millisecond
 	DefaultMetricsAddr            = "" // like worker and api: set it to serve /healthz, /readyz, /metrics
 )
+
+// eosProduceRetries bounds sarama's retries of a record in exactly-once
+// mode.
+const eosProduceRetries = 5
 
 // maxStatusInterval caps the interval between standby status updates; the
 // server's wal_sender_timeout/2 lowers it further (docs/design.md#status-cadence).
@@ -94,6 +100,20 @@ type Config struct {
 	StandbyRetry       time.Duration // how often a standby retries the slot
 	SlotSampleInterval time.Duration // pg_replication_slots sampling for metrics and safety
 	StateWriteInterval time.Duration // relay_state updates (throttled)
+
+	// ExactlyOnce produces inside Kafka transactions and records the
+	// relay's position in the same transactions, so a restarted relay
+	// resends nothing a read_committed consumer has seen
+	// (docs/design.md#exactly-once). Default false: at-least-once.
+	ExactlyOnce bool
+	// PositionTopic is the compacted topic of the exactly-once position;
+	// default: TopicPrefix + "eventforge.positions".
+	PositionTopic string
+	// TxnInterval is the longest an exactly-once Kafka transaction stays
+	// open to batch PostgreSQL transactions while more are queued (it
+	// commits at once at a PostgreSQL commit when nothing is); default
+	// 100ms.
+	TxnInterval time.Duration
 }
 
 // DefaultConfig returns a Config with every default set; callers fill PGURL
@@ -157,6 +177,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.StandbyRetry, 1500*time.Millisecond)
 	setDur(&c.SlotSampleInterval, 15*time.Second)
 	setDur(&c.StateWriteInterval, 5*time.Second)
+	setDur(&c.TxnInterval, DefaultTxnInterval)
 	return c
 }
 
@@ -181,6 +202,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Publication, "'\"\x00") {
 		return fmt.Errorf("invalid --publication %q", c.Publication)
+	}
+	if c.ExactlyOnce && (c.BackfillAll || !c.BackfillSince.IsZero()) {
+		return errors.New("--exactly-once does not cover the snapshot backfill: run the backfill without it, then restart with --exactly-once")
 	}
 	if c.BackfillAll && !c.BackfillSince.IsZero() {
 		return errors.New("--backfill-all and --backfill-since exclude each other")
@@ -215,6 +239,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("invalid status interval %s", c.StatusInterval)
 	case c.ShutdownTimeout < 0:
 		return fmt.Errorf("invalid --shutdown-timeout %s", c.ShutdownTimeout)
+	case c.TxnInterval < 0:
+		return fmt.Errorf("invalid --txn-interval %s", c.TxnInterval)
+	case c.PositionTopic != "" && TopicProblem(c.PositionTopic) != "":
+		return fmt.Errorf("invalid --position-topic %q: %s", c.PositionTopic, TopicProblem(c.PositionTopic))
 	case c.ReconnectMax < c.ReconnectMin:
 		return fmt.Errorf("reconnect backoff cap %s is below its start %s", c.ReconnectMax, c.ReconnectMin)
 	}
@@ -269,5 +297,22 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 	// in-flight window bounds what is queued in all, so deeper channels
 	// only mean fewer goroutine hand-offs per event.
 	sc.ChannelBufferSize = 4096
+	if c.ExactlyOnce {
+		// A stable transactional id per slot: a restarted or competing
+		// relay fences the previous producer (docs/design.md#exactly-once).
+		sc.Producer.Transaction.ID = "eventforge-" + c.Slot
+		sc.Producer.Transaction.Timeout = time.Minute
+		// A record's error aborts the whole transaction, which the next
+		// session sends again: no gap is possible, so a few retries are
+		// enough, and a fenced producer gives up in seconds instead of
+		// retrying for minutes.
+		sc.Producer.Retry.Max = eosProduceRetries
+		// A transaction begun right after a commit is refused with
+		// CONCURRENT_TRANSACTIONS until the commit's markers are written:
+		// retry in milliseconds, not sarama's 20-100 ms.
+		sc.Producer.Transaction.Retry.BackoffFunc = func(retries, _ int) time.Duration {
+			return backoff.Exponential(2*time.Millisecond, 100*time.Millisecond, retries)
+		}
+	}
 	return sc, nil
 }
