@@ -108,9 +108,12 @@ fuzz-smoke:
 # labelled commit outcomes, SIGKILLs of relays and workers, broker and
 # PostgreSQL restarts, then the lost/phantom/order/double-applied check.
 # Not part of make test.
+# CHAOS_FLAGS=--exactly-once runs the relays in exactly-once mode and
+# requires duplicates=0.
 DURATION ?= 120s
+CHAOS_FLAGS ?=
 chaos: build
-	$(GO) run ./cmd/eventforge-chaos --bin $(BIN) --duration $(DURATION)
+	$(GO) run ./cmd/eventforge-chaos --bin $(BIN) --duration $(DURATION) $(CHAOS_FLAGS)
 
 # The benchmark on the local services (docs/bench.md): backlog
 # drain against pg_recvlogical, steady-state latency, worker apply rate.

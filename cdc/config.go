@@ -13,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/fielderr"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -33,8 +34,13 @@ const (
 	DefaultCompression            = "lz4"
 	DefaultMaxMessageBytes        = 1000000
 	DefaultShutdownTimeout        = 30 * time.Second
+	DefaultTxnInterval            = 100 * time.Millisecond
 	DefaultMetricsAddr            = "" // like worker and api: set it to serve /healthz, /readyz, /metrics
 )
+
+// eosProduceRetries bounds sarama's retries of a record in exactly-once
+// mode.
+const eosProduceRetries = 5
 
 // maxStatusInterval caps the interval between standby status updates; the
 // server's wal_sender_timeout/2 lowers it further (docs/design.md#status-cadence).
@@ -97,6 +103,20 @@ type Config struct {
 	StandbyRetry       time.Duration // how often a standby retries the slot; default 1.5 s
 	SlotSampleInterval time.Duration // pg_replication_slots sampling for metrics and safety; default 15 s
 	StateWriteInterval time.Duration // relay_state updates (throttled); default 5 s
+
+	// ExactlyOnce produces inside Kafka transactions and records the
+	// relay's position in the same transactions, so a restarted relay
+	// resends nothing a read_committed consumer has seen
+	// (docs/design.md#exactly-once). Default false: at-least-once.
+	ExactlyOnce bool
+	// PositionTopic is the compacted topic of the exactly-once position;
+	// default: TopicPrefix + "eventforge.positions".
+	PositionTopic string
+	// TxnInterval is the longest an exactly-once Kafka transaction stays
+	// open to batch PostgreSQL transactions while more are queued (it
+	// commits at once at a PostgreSQL commit when nothing is); default
+	// 100ms.
+	TxnInterval time.Duration
 }
 
 // DefaultConfig returns a Config with every default set; callers fill PGURL
@@ -160,6 +180,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.StandbyRetry, 1500*time.Millisecond)
 	setDur(&c.SlotSampleInterval, 15*time.Second)
 	setDur(&c.StateWriteInterval, 5*time.Second)
+	setDur(&c.TxnInterval, DefaultTxnInterval)
 	return c
 }
 
@@ -184,6 +205,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Publication, "'\"\x00") {
 		add("Config.Publication", "invalid publication name %q", c.Publication)
+	}
+	if c.ExactlyOnce && (c.BackfillAll || !c.BackfillSince.IsZero()) {
+		add("", "Config.ExactlyOnce does not cover the snapshot backfill (Config.BackfillAll, Config.BackfillSince): run the backfill without it, then restart with Config.ExactlyOnce")
 	}
 	if c.BackfillAll && !c.BackfillSince.IsZero() {
 		add("", "Config.BackfillAll and Config.BackfillSince exclude each other")
@@ -226,6 +250,12 @@ func (c Config) Validate() error {
 		if d.v < 0 {
 			add(d.field, "%s: must be %s", d.v, d.what)
 		}
+	}
+	if c.TxnInterval < 0 {
+		add("Config.TxnInterval", "%s: must be positive", c.TxnInterval)
+	}
+	if p := c.PositionTopic; p != "" && outbox.TopicProblem(p) != "" {
+		add("Config.PositionTopic", "invalid topic %q: %s", p, outbox.TopicProblem(p))
 	}
 	if c.ReconnectMax < c.ReconnectMin {
 		add("Config.ReconnectMax", "%s is below Config.ReconnectMin %s", c.ReconnectMax, c.ReconnectMin)
@@ -281,5 +311,22 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 	// in-flight window bounds what is queued in all, so deeper channels
 	// only mean fewer goroutine hand-offs per event.
 	sc.ChannelBufferSize = 4096
+	if c.ExactlyOnce {
+		// A stable transactional id per slot: a restarted or competing
+		// relay fences the previous producer (docs/design.md#exactly-once).
+		sc.Producer.Transaction.ID = "eventforge-" + c.Slot
+		sc.Producer.Transaction.Timeout = time.Minute
+		// A record's error aborts the whole transaction, which the next
+		// session sends again: no gap is possible, so a few retries are
+		// enough, and a fenced producer gives up in seconds instead of
+		// retrying for minutes.
+		sc.Producer.Retry.Max = eosProduceRetries
+		// A transaction begun right after a commit is refused with
+		// CONCURRENT_TRANSACTIONS until the commit's markers are written:
+		// retry in milliseconds, not sarama's 20-100 ms.
+		sc.Producer.Transaction.Retry.BackoffFunc = func(retries, _ int) time.Duration {
+			return backoff.Exponential(2*time.Millisecond, 100*time.Millisecond, retries)
+		}
+	}
 	return sc, nil
 }

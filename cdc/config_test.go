@@ -45,6 +45,10 @@ func TestConfigValidate(t *testing.T) {
 		{"window bytes", func(c *Config) { c.MaxInFlightBytes = -1 }, "Config.MaxInFlightBytes: -1"},
 		{"message bytes", func(c *Config) { c.MaxMessageBytes = 10 }, "Config.MaxMessageBytes: 10"},
 		{"compression", func(c *Config) { c.Compression = "brotli" }, "Config.Compression: invalid compression"},
+		{"exactly-once", func(c *Config) { c.ExactlyOnce = true }, ""},
+		{"exactly-once with a backfill", func(c *Config) { c.ExactlyOnce, c.BackfillAll = true, true }, "Config.ExactlyOnce does not cover the snapshot backfill"},
+		{"position topic", func(c *Config) { c.PositionTopic = "bad topic" }, "Config.PositionTopic: invalid topic"},
+		{"txn interval", func(c *Config) { c.TxnInterval = -time.Second }, "Config.TxnInterval: -1s"},
 		{"compression zstd", func(c *Config) { c.Compression = "ZSTD" }, ""},
 		{"backoff", func(c *Config) { c.ReconnectMin, c.ReconnectMax = time.Minute, time.Second }, "Config.ReconnectMax: 1s is below Config.ReconnectMin"},
 	}
@@ -100,6 +104,28 @@ func TestProducerConfig(t *testing.T) {
 	}
 	if err := sc.Validate(); err != nil {
 		t.Fatalf("sarama rejects the config: %v", err)
+	}
+}
+
+// TestProducerConfigExactlyOnce: a transactional producer whose id is
+// derived from the slot, so a later relay of the slot fences an earlier one;
+// sarama accepts it.
+func TestProducerConfigExactlyOnce(t *testing.T) {
+	c := validConfig()
+	c.ExactlyOnce = true
+	sc, err := c.producerConfig(5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Producer.Transaction.ID != "eventforge-"+c.Slot || !sc.Producer.Idempotent || sc.Net.MaxOpenRequests != 1 {
+		t.Fatalf("not a transactional producer of the slot: id %q", sc.Producer.Transaction.ID)
+	}
+	if err := sc.Validate(); err != nil {
+		t.Fatalf("sarama rejects the config: %v", err)
+	}
+	c.ExactlyOnce = false
+	if sc, _ := c.producerConfig(5000); sc.Producer.Transaction.ID != "" {
+		t.Fatal("at-least-once mode must not be transactional")
 	}
 }
 

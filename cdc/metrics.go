@@ -34,6 +34,8 @@ type metrics struct {
 	statusUpdates   prometheus.Counter
 	backpressureSec prometheus.Counter
 	kafkaReachable  prometheus.Gauge
+	kafkaTxns       *prometheus.CounterVec // result
+	eosSkipped      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
@@ -132,12 +134,21 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 			Name: "eventforge_cdc_kafka_reachable",
 			Help: "1 while the brokers answer the relay's probes (and /readyz may report ready), 0 after a probe failed.",
 		}),
+		kafkaTxns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventforge_cdc_kafka_transactions_total",
+			Help: "Exactly-once mode: Kafka transactions ended, by result (committed, failed).",
+		}, []string{"result"}),
+		eosSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventforge_cdc_eos_skipped_total",
+			Help: "Exactly-once mode: events replayed by the slot and skipped because a committed Kafka transaction already holds them.",
+		}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.published, m.publishedB, m.publishErrors, m.confirmedLSN, m.commitToAck, m.commitToRecv, m.slotLag, m.slotRetained,
 		m.receivedLSN, m.inFlightEvents, m.inFlightBytes, m.sessions, m.sessionErrors,
 		m.heartbeatsSent, m.heartbeatsSeen, m.rejected, m.ignored, m.standby, m.streaming,
 		m.transactions, m.statusUpdates, m.backpressureSec, m.kafkaReachable,
+		m.kafkaTxns, m.eosSkipped,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

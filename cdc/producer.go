@@ -36,6 +36,8 @@ type pending struct {
 	reason   string        // set when the event cannot be produced at all
 	key      string        // ordering key in the keyGate
 	attempts int           // sends refused with a retriable error
+	txn      pglogrepl.LSN // exactly-once: the transaction's final LSN (its BEGIN's)
+	end      pglogrepl.LSN // exactly-once: set on a transaction-end marker (msg nil), its end LSN
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.
@@ -61,6 +63,7 @@ type producerSession struct {
 	db       *pgx.Conn
 	rejected rejectedSet // already in outbox_rejected: skipped on replay
 	disp     *dispatcher
+	eos      *eosFeeder // exactly-once mode: Kafka transactions instead of disp
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
@@ -94,7 +97,14 @@ func newProducerSession(ctx context.Context, cfg *Config, lim *limits) (*produce
 		client.Close()
 		return nil, err
 	}
-	return &producerSession{cfg: cfg, limits: lim, client: client, prod: prod, topics: tp, maxBytes: maxBytes}, nil
+	ps := &producerSession{cfg: cfg, limits: lim, client: client, prod: prod, topics: tp, maxBytes: maxBytes}
+	if cfg.ExactlyOnce {
+		if ps.eos, err = newEOSFeeder(ctx, ps); err != nil {
+			ps.close()
+			return nil, err
+		}
+	}
+	return ps, nil
 }
 
 // connectKafka is sarama.NewClient, given up when ctx ends: against an
@@ -154,6 +164,9 @@ func drainAll(p sarama.AsyncProducer) {
 // writes.
 func (ps *producerSession) feed(ctx context.Context, in <-chan *pending) error {
 	defer ps.prod.AsyncClose()
+	if ps.eos != nil {
+		return ps.eos.run(ctx, in)
+	}
 	return ps.dispatcher().run(ctx, in, false)
 }
 
@@ -299,6 +312,9 @@ const producerCloseGrace = 2 * time.Second
 // startDrainers drains the producer's two result channels into the
 // dispatcher; the returned channel closes once the producer closed both.
 func (ps *producerSession) startDrainers() <-chan struct{} {
+	if ps.eos != nil {
+		return ps.eos.startDrainers()
+	}
 	d := ps.dispatcher()
 	done := make(chan struct{})
 	var wg sync.WaitGroup

@@ -51,6 +51,8 @@ type stream struct {
 	sent       pglogrepl.LSN // the last flush position sent
 	serverEnd  pglogrepl.LSN // WAL end of the latest keepalive
 	commitTime time.Time     // of the open transaction
+	final      pglogrepl.LSN // of the open transaction: its BEGIN's final LSN
+	txnEvents  int           // events of the open transaction
 	nextStatus time.Time
 	lastStatus time.Time
 	lastRecv   time.Time // of the latest message, or when receiving resumed
@@ -162,7 +164,7 @@ func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 	switch it.Kind {
 	case pgoutput.KindBegin:
 		s.tr.Begin()
-		s.commitTime = it.CommitTime
+		s.commitTime, s.final, s.txnEvents = it.CommitTime, it.FinalLSN, 0
 		if !it.CommitTime.IsZero() {
 			s.m.commitToRecv.Observe(time.Since(it.CommitTime).Seconds())
 		}
@@ -171,6 +173,9 @@ func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 	case pgoutput.KindCommit:
 		s.tr.Commit(it.EndLSN)
 		s.m.transactions.Inc()
+		if s.cfg.ExactlyOnce && s.txnEvents > 0 {
+			return s.send(ctx, &pending{txn: it.FinalLSN, end: it.EndLSN}) // a Kafka transaction may end here
+		}
 	case pgoutput.KindHeartbeat:
 		s.m.heartbeatsSeen.Inc()
 	case pgoutput.KindIgnored:
@@ -186,7 +191,8 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	if e.CommitTime.IsZero() {
 		e.CommitTime = s.commitTime
 	}
-	p := &pending{id: e.ID, lsn: lsn, commit: e.CommitTime}
+	p := &pending{id: e.ID, lsn: lsn, commit: e.CommitTime, txn: s.final}
+	s.txnEvents++
 	if err := s.build.Build(&p.rec, e); err != nil {
 		p.reason = err.Error()
 		p.rec.Msg = sarama.ProducerMessage{Topic: s.build.Topic(e)}
@@ -195,6 +201,15 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	p.msg.Metadata = p
 	p.size = p.msg.ByteSize(recordVersion)
 	p.tok = s.tr.Add(p.size)
+	if err := s.send(ctx, p); err != nil {
+		return err
+	}
+	failpoint.Hit(failpoint.CDCMidTransaction)
+	return nil
+}
+
+// send hands p to the feeder.
+func (s *stream) send(ctx context.Context, p *pending) error {
 	select {
 	case s.feed <- p: // the usual case, without a full select
 	default:
@@ -204,7 +219,6 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 			return context.Cause(ctx)
 		}
 	}
-	failpoint.Hit(failpoint.CDCMidTransaction)
 	return nil
 }
 

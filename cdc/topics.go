@@ -137,6 +137,12 @@ func (t *topics) exist(ctx context.Context, topic string) error {
 		}
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
+	return t.awaitLeaders(ctx, topic)
+}
+
+// awaitLeaders waits until a topic just created has a leader for every
+// partition in the client's metadata.
+func (t *topics) awaitLeaders(ctx context.Context, topic string) error {
 	// The metadata of a new topic reaches every broker shortly after. Ask
 	// the cluster once per poll until every partition has a leader: the
 	// client's own refresh retries leaderless partitions with backoff (about

@@ -168,7 +168,7 @@ func TestWorkerRunWaitsForPostgres(t *testing.T) {
 	default:
 	}
 
-	startProxy(t, pgAddr, pgHost(t, f.dbURL))
+	testenv.StartProxyAt(t, pgAddr, pgHost(t, f.dbURL))
 	waitFor(t, 30*time.Second, "the event recorded after PostgreSQL came back", func() bool {
 		return f.count(t, `SELECT count(*) FROM processed_events WHERE event_id = $1`, ev.ID) == 1
 	})

@@ -194,6 +194,10 @@ func (c Config) consumerConfig() *sarama.Config {
 	// marked only after their transaction committed (docs/design.md#inbox).
 	sc.Consumer.Offsets.AutoCommit.Enable = false
 	sc.Consumer.Return.Errors = true
+	// read_committed: records of aborted Kafka transactions (a relay in
+	// exactly-once mode that crashed or was fenced) are never applied. For
+	// records produced outside transactions it changes nothing.
+	sc.Consumer.IsolationLevel = sarama.ReadCommitted
 	// Eager sticky: every rebalance ends the session, which tells each claim
 	// loop to finish its transaction and return, and keeps partitions where
 	// they were when it can (fewer redeliveries).

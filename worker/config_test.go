@@ -27,6 +27,9 @@ func TestConfigDefaults(t *testing.T) {
 	if sc.Consumer.Offsets.Initial != sarama.OffsetOldest || sc.Consumer.Offsets.AutoCommit.Enable || sc.Metadata.AllowAutoTopicCreation {
 		t.Error("consumer must start at the oldest offset, commit manually and never create topics")
 	}
+	if sc.Consumer.IsolationLevel != sarama.ReadCommitted {
+		t.Error("the worker must read with read_committed, so aborted transactions of an exactly-once relay are never applied")
+	}
 	if err := sc.Validate(); err != nil {
 		t.Errorf("consumer config: %v", err)
 	}

@@ -29,8 +29,8 @@ import (
 func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
 	const n = 200
 	f := newFixture(t, 4)
-	proxy := startProxy(t, "127.0.0.1:0", pgHost(t, f.dbURL))
-	pool, err := pgxpool.New(context.Background(), proxy.via(t, f.dbURL))
+	proxy := testenv.StartProxyAt(t, "127.0.0.1:0", pgHost(t, f.dbURL))
+	pool, err := pgxpool.New(context.Background(), proxy.Via(t, f.dbURL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
 	produce(t, f.brokers, evs...)
 	waitFor(t, 30*time.Second, "some events applied", func() bool { return r.events(f.topic, resultApplied) >= n/10 })
 
-	proxy.blackhole()
+	proxy.Freeze()
 	time.Sleep(4 * time.Second) // several apply timeouts per partition
 	if d := r.events(f.topic, resultDLQ); d != 0 {
 		t.Fatalf("%d events dead-lettered while the database was black-holed", d)
@@ -66,7 +66,7 @@ func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
 	if err := r.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "database outage") {
 		t.Fatalf("Ready = %v while the database is black-holed, want the outage", err)
 	}
-	proxy.heal()
+	proxy.Thaw()
 	waitFor(t, 60*time.Second, "every event handled", func() bool {
 		return f.count(t, `SELECT count(*) FROM processed_events`) == n
 	})

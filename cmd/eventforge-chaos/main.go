@@ -28,6 +28,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the load and the fault schedule (0: random, printed)")
 	flag.StringVar(&cfg.Report, "report", "", "JSON report path (default STATE_DIR/report.json)")
 	flag.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent SQL writers")
+	flag.BoolVar(&cfg.ExactlyOnce, "exactly-once", false, "run the relays with --exactly-once, read the topic with read_committed and require duplicates=0")
 	flag.Parse()
 	cfg.Root = root
 	if cfg.StateDir == "" {

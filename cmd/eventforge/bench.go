@@ -17,6 +17,7 @@ func newBenchCmd() *cobra.Command {
 		pg                     pgFlags
 		lf                     logFlags
 		brokers, stages, rates string
+		modes                  string
 		cfg                    bench.Config
 	)
 	cmd := &cobra.Command{
@@ -46,6 +47,9 @@ performance targets (PASS/MISS) and writes JSON.`,
 			if cfg.Stages, err = bench.ParseStages(stages); err != nil {
 				return err
 			}
+			if cfg.Modes, err = bench.ParseModes(modes); err != nil {
+				return err
+			}
 			if cfg.Rates, err = bench.ParseRates(rates); err != nil {
 				return err
 			}
@@ -64,6 +68,7 @@ performance targets (PASS/MISS) and writes JSON.`,
 	fs := cmd.Flags()
 	fs.StringVar(&brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
 	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker")
+	fs.StringVar(&modes, "modes", bench.DefaultModes, "delivery modes of the drain and steady stages, comma-separated: at-least-once, exactly-once (cdc run --exactly-once)")
 	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")
 	fs.DurationVar(&cfg.SteadyDuration, "steady-duration", bench.DefaultSteadyDuration, "how long each steady-state rate runs")
 	fs.StringVar(&rates, "rates", bench.DefaultRates, "steady-state rates, comma-separated EVENTS_PER_SEC[/ROWS_PER_TXN]; single-row transactions also insert an order")

@@ -97,6 +97,7 @@ func newCDCRunCmd() *cobra.Command {
 		metricsAddr       string
 		pprofOn           bool
 		backfill          backfillFlags
+		eos               eosFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -105,6 +106,10 @@ func newCDCRunCmd() *cobra.Command {
 idempotent producer. The slot is confirmed only up to the end of the last transaction whose every
 event the broker acknowledged, so a crash resends but never loses events. A second instance on the
 same slot waits as a standby and takes over when the first one stops.
+
+--exactly-once produces inside Kafka transactions instead and commits the relay's position in the
+same transaction (to --position-topic): after a crash nothing already committed is sent again, so a
+consumer reading with isolation.level=read_committed sees every event once.
 
 The slot is created on the first run (or after eventforge slot drop) with an exported snapshot.
 --backfill-since TIME (or --backfill-all) then publishes the outbox rows that snapshot sees, created
@@ -131,6 +136,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
 			cfg.ReceiveTimeout = receiveTimeout
+			eos.apply(&cfg)
 			if err := backfill.apply(&cfg); err != nil {
 				return err
 			}
@@ -178,6 +184,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 	fs.StringVar(&metricsAddr, "metrics-addr", cdc.DefaultMetricsAddr, "address serving /healthz, /readyz and /metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	fs.BoolVar(&pprofOn, "pprof", false, pprofUsage)
 	backfill.register(cmd)
+	eos.register(fs)
 	rc.register(fs)
 	annotateEnv(cmd)
 	return cmd

@@ -63,6 +63,9 @@ func relayFlagNames() map[string]string {
 		"Config.ShutdownTimeout":        "--shutdown-timeout",
 		"Config.Compression":            "--compression",
 		"Config.MaxMessageBytes":        "--max-message-bytes",
+		"Config.ExactlyOnce":            "--exactly-once",
+		"Config.PositionTopic":          "--position-topic",
+		"Config.TxnInterval":            "--txn-interval",
 	})
 }
 

@@ -23,6 +23,7 @@ type runner struct {
 	relayPprof   *pprofFlag // nil: cdc run has no --pprof flag
 	workerPprof  *pprofFlag
 	handlersPath string
+	exactlyOnce  bool // relays started now run with --exactly-once
 }
 
 // Run runs the selected stages, prints the table to cfg.Out, writes the JSON
@@ -35,7 +36,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	began := time.Now()
 	rep := &Report{Date: began.UTC(), Command: cfg.Command, Config: Settings{
-		Stages: cfg.Stages, Events: cfg.Events, SteadyDuration: cfg.SteadyDuration.String(), Rates: cfg.Rates,
+		Stages: cfg.Stages, Modes: cfg.Modes, Events: cfg.Events, SteadyDuration: cfg.SteadyDuration.String(), Rates: cfg.Rates,
 		WorkerEvents: cfg.WorkerEvents, WorkerSingleEvents: cfg.WorkerSingleEvents, Writers: cfg.Writers,
 		StatusInterval: cfg.StatusInterval.String(),
 	}}
@@ -77,9 +78,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		var rows []Row
 		switch stage {
 		case StageDrain:
-			rows = r.drain(ctx)
+			rows = r.inModes(ctx, r.drain)
 		case StageSteady:
-			rows = r.steady(ctx)
+			rows = r.inModes(ctx, r.steady)
 		case StageWorker:
 			rows = r.worker(ctx)
 		}
@@ -111,6 +112,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, fmt.Errorf("bench: %d measurement(s) failed: %v", len(failed), failed)
 	}
 	return rep, nil
+}
+
+// inModes runs a relay stage once per delivery mode; the rows of the
+// exactly-once run carry the mode in Mode and in their shape.
+func (r *runner) inModes(ctx context.Context, stage func(context.Context) []Row) []Row {
+	var rows []Row
+	for _, mode := range r.cfg.Modes {
+		r.exactlyOnce = mode == DeliveryExactlyOnce
+		got := stage(ctx)
+		if r.exactlyOnce {
+			for i := range got {
+				got[i].Mode = mode
+				got[i].Shape += ", " + mode
+			}
+		}
+		rows = append(rows, got...)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	r.exactlyOnce = false
+	return rows
 }
 
 // profiling starts a CPU profile of p while it works, when profiles are

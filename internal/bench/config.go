@@ -28,6 +28,14 @@ const (
 	DefaultStatusInterval     = 100 * time.Millisecond
 	DefaultJSONOut            = ".eventforge/bench/results.json"
 	DefaultStages             = "drain,steady,worker"
+	DefaultModes              = DeliveryAtLeastOnce + "," + DeliveryExactlyOnce
+)
+
+// Delivery modes of the relay: the drain and steady stages run once per
+// mode selected (--modes).
+const (
+	DeliveryAtLeastOnce = "at-least-once"
+	DeliveryExactlyOnce = "exactly-once" // cdc run --exactly-once
 )
 
 // Shape and mode names in the results.
@@ -45,6 +53,7 @@ type Config struct {
 	Binary  string   // the eventforge binary run as relay and worker
 
 	Stages             []string
+	Modes              []string      // delivery modes of the drain and steady stages; default at-least-once only
 	Events             int           // drain backlog per shape
 	SteadyDuration     time.Duration // per rate
 	Rates              []Rate
@@ -84,6 +93,28 @@ func ParseStages(s string) ([]string, error) {
 	return out, nil
 }
 
+// ParseModes reads a comma-separated subset of at-least-once, exactly-once.
+func ParseModes(s string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		m = strings.TrimSpace(m)
+		switch m {
+		case "":
+			continue
+		case DeliveryAtLeastOnce, DeliveryExactlyOnce:
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		default:
+			return nil, fmt.Errorf("unknown mode %q: want at-least-once or exactly-once", m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no modes selected")
+	}
+	return out, nil
+}
+
 // Validate reports a configuration that cannot run.
 func (c *Config) Validate() error {
 	switch {
@@ -104,6 +135,9 @@ func (c *Config) Validate() error {
 	}
 	if slices.Contains(c.Stages, StageSteady) && len(c.Rates) == 0 {
 		return errors.New("no --rates for the steady stage")
+	}
+	if len(c.Modes) == 0 {
+		c.Modes = []string{DeliveryAtLeastOnce}
 	}
 	if c.Out == nil {
 		c.Out = io.Discard

@@ -109,7 +109,11 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.EventsPerSec = float64(r.cfg.Events) / secs
 	row.Ratio = f64(row.EventsPerSec / *row.RecvLogicalPerSec)
 	r.setUsage(row, u, int64(r.cfg.Events))
-	n, err := r.broker.records(ctx, prefix+"orders")
+	count := r.broker.records
+	if r.exactlyOnce {
+		count = r.broker.committedRecords
+	}
+	n, err := count(ctx, prefix+"orders")
 	if err != nil {
 		return err
 	}
@@ -147,6 +151,10 @@ func (r *runner) recvLogicalDrain(ctx context.Context, url, slot, end string) (f
 func (r *runner) startRelay(url, slot, prefix, name string) (*proc, string, error) {
 	args := []string{"cdc", "run", "--pg-url", url, "--kafka-brokers", strings.Join(r.cfg.Brokers, ","),
 		"--slot", slot, "--topic-prefix", prefix, "--status-interval", r.cfg.StatusInterval.String()}
+	if r.exactlyOnce {
+		args = append(args, "--exactly-once")
+		name += "-eos"
+	}
 	extra, profAddr := pprofArgs(r.relayPprof)
 	p, err := startProc(r.cfg.Binary, "relay-"+name, r.logDir, append(args, extra...)...)
 	return p, profAddr, err

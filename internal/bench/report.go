@@ -24,6 +24,7 @@ const (
 type Row struct {
 	Stage        string   `json:"stage"`
 	Shape        string   `json:"shape"`
+	Mode         string   `json:"mode,omitempty"` // "exactly-once" for rows of cdc run --exactly-once; empty: at-least-once
 	Events       int64    `json:"events"`
 	Seconds      float64  `json:"seconds"`
 	EventsPerSec float64  `json:"events_per_sec"`
@@ -98,6 +99,7 @@ type Report struct {
 // Settings are the sizes the run used.
 type Settings struct {
 	Stages             []string `json:"stages"`
+	Modes              []string `json:"modes,omitempty"`
 	Events             int      `json:"events"`
 	SteadyDuration     string   `json:"steady_duration"`
 	Rates              []Rate   `json:"rates"`
@@ -205,14 +207,15 @@ func bytesText(v *int64) string {
 // rows are missing (stage not run, or failed) is "n/a", never a PASS.
 func Evaluate(rows []Row) []Target {
 	var out []Target
-	find := func(stage, shapePrefix string) *Row {
+	findMode := func(mode, stage, shapePrefix string) *Row {
 		for i := range rows {
-			if rows[i].Stage == stage && strings.HasPrefix(rows[i].Shape, shapePrefix) && rows[i].Error == "" {
+			if rows[i].Mode == mode && rows[i].Stage == stage && strings.HasPrefix(rows[i].Shape, shapePrefix) && rows[i].Error == "" {
 				return &rows[i]
 			}
 		}
 		return nil
 	}
+	find := func(stage, shapePrefix string) *Row { return findMode("", stage, shapePrefix) }
 	check := func(name, want string, v *float64, format string, ok func(float64) bool) {
 		t := Target{Name: name, Want: want, Measured: "-", Status: "n/a"}
 		if v != nil {
@@ -256,5 +259,16 @@ func Evaluate(rows []Row) []Target {
 		rate = &r.EventsPerSec
 	}
 	check("worker batch mode: apply rate", "≥ 30,000 events/s", rate, "%.0f events/s", func(v float64) bool { return v >= 30000 })
+	// Exactly-once against at-least-once, when both ran.
+	var drainRatio, p99Ratio *float64
+	if a, e := find(StageDrain, ShapeBulk), findMode(DeliveryExactlyOnce, StageDrain, ShapeBulk); a != nil && e != nil && a.EventsPerSec > 0 {
+		drainRatio = f64(e.EventsPerSec / a.EventsPerSec)
+	}
+	if a, e := find(StageSteady, "1000/s single"), findMode(DeliveryExactlyOnce, StageSteady, "1000/s single"); a != nil && e != nil &&
+		a.P99Ms != nil && e.P99Ms != nil && *a.P99Ms > 0 {
+		p99Ratio = f64(*e.P99Ms / *a.P99Ms)
+	}
+	check("exactly-once drain "+ShapeBulk+": / at-least-once", "≥ 0.70", drainRatio, "%.2f", func(v float64) bool { return v >= 0.7 })
+	check("exactly-once steady 1,000 events/s: p99 / at-least-once p99", "≤ 2.0", p99Ratio, "%.2f", func(v float64) bool { return v <= 2 })
 	return out
 }

@@ -151,3 +151,31 @@ func TestF64DropsNaN(t *testing.T) {
 }
 
 func zero() float64 { return 0 }
+
+// TestEvaluateExactlyOnce: the exactly-once targets compare the
+// exactly-once rows with the at-least-once rows of the same shape, and the
+// at-least-once targets ignore the exactly-once rows.
+func TestEvaluateExactlyOnce(t *testing.T) {
+	p99 := func(v float64) *float64 { return &v }
+	rows := []Row{
+		{Stage: StageDrain, Shape: ShapeBulk + ", exactly-once", Mode: DeliveryExactlyOnce, EventsPerSec: 600, Ratio: p99(0.1)},
+		{Stage: StageDrain, Shape: ShapeBulk, EventsPerSec: 1000, Ratio: p99(0.9)},
+		{Stage: StageSteady, Shape: "1000/s single-row txns", P99Ms: p99(10)},
+		{Stage: StageSteady, Shape: "1000/s single-row txns, exactly-once", Mode: DeliveryExactlyOnce, P99Ms: p99(15)},
+	}
+	got := map[string]Target{}
+	for _, tg := range Evaluate(rows) {
+		got[tg.Name] = tg
+	}
+	want := map[string]string{
+		"drain " + ShapeBulk + ": relay / pg_recvlogical":             "0.90 PASS",
+		"exactly-once drain " + ShapeBulk + ": / at-least-once":       "0.60 MISS",
+		"exactly-once steady 1,000 events/s: p99 / at-least-once p99": "1.50 PASS",
+	}
+	for name, w := range want {
+		tg, ok := got[name]
+		if !ok || tg.Measured+" "+tg.Status != w {
+			t.Errorf("%s: %+v, want %s", name, tg, w)
+		}
+	}
+}

@@ -24,7 +24,7 @@ func TestBenchSmoke(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "results.json")
 	cmd := exec.Command(bin, "bench",
 		"--pg-url", env.PGURL, "--kafka-brokers", strings.Join(env.Brokers, ","),
-		"--stages", "drain,steady,worker", "--events", "2000", "--steady-duration", "2s", "--rates", "200",
+		"--stages", "drain,steady,worker", "--modes", "at-least-once,exactly-once", "--events", "2000", "--steady-duration", "2s", "--rates", "200",
 		"--worker-events", "1500", "--worker-single-events", "1500", "--writers", "4", "--json-out", out)
 	var env2 []string
 	for _, kv := range os.Environ() {
@@ -58,7 +58,7 @@ func TestBenchSmoke(t *testing.T) {
 		}
 		byStage[r.Stage] = append(byStage[r.Stage], r)
 	}
-	if len(byStage["drain"]) != 2 || len(byStage["steady"]) != 1 || len(byStage["worker"]) != 2 {
+	if len(byStage["drain"]) != 4 || len(byStage["steady"]) != 2 || len(byStage["worker"]) != 2 {
 		t.Fatalf("rows per stage: %v", byStage)
 	}
 	for _, r := range byStage["drain"] {

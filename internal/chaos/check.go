@@ -51,14 +51,21 @@ type Result struct {
 	OrderViolations int `json:"order_violations"` // keys whose first occurrences are out of commit order
 	DoubleApplied   int `json:"double_applied"`   // committed events applied more than once
 	Unapplied       int `json:"unapplied"`        // committed events never applied
-	Duplicates      int `json:"duplicates"`       // records repeating an event id (allowed)
+	Duplicates      int `json:"duplicates"`       // records repeating an event id (allowed, except in exactly-once mode)
+	// ExactlyOnce: the relays ran with --exactly-once and the topic was read
+	// with read_committed, so a duplicate is a violation.
+	ExactlyOnce bool `json:"exactly_once"`
 
 	Examples []string `json:"examples,omitempty"` // a few violating event ids or keys
 }
 
 // Violations is the number of broken guarantees.
 func (r Result) Violations() int {
-	return r.Lost + r.Phantom + r.OrderViolations + r.DoubleApplied + r.Unapplied
+	n := r.Lost + r.Phantom + r.OrderViolations + r.DoubleApplied + r.Unapplied
+	if r.ExactlyOnce {
+		n += r.Duplicates
+	}
+	return n
 }
 
 const maxExamples = 10

@@ -54,3 +54,18 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicatesViolateExactlyOnce: duplicates are allowed at-least-once and
+// a violation in exactly-once mode.
+func TestDuplicatesViolateExactlyOnce(t *testing.T) {
+	a := uuid.New()
+	writes := []Write{{ID: a, Key: "k", Outcome: Committed}}
+	got := Check(writes, []Record{{ID: a, Key: "k"}, {ID: a, Key: "k"}}, map[uuid.UUID]int{a: 1})
+	if got.Duplicates != 1 || got.Violations() != 0 {
+		t.Fatalf("at-least-once: %+v, %d violations", got, got.Violations())
+	}
+	got.ExactlyOnce = true
+	if got.Violations() != 1 {
+		t.Fatalf("exactly-once: %d violations, want the duplicate", got.Violations())
+	}
+}

@@ -27,7 +27,10 @@ type Config struct {
 	// NoBrokerRestarts leaves the broker out of the fault schedule: a
 	// short run on a busy machine would spend itself in one JVM restart.
 	NoBrokerRestarts bool
-	Log              *slog.Logger
+	// ExactlyOnce runs the relays with --exactly-once, reads the topic
+	// with read_committed and counts every duplicate as a violation.
+	ExactlyOnce bool
+	Log         *slog.Logger
 }
 
 // DefaultConfig is a two-minute run.

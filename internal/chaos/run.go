@@ -44,7 +44,14 @@ func (r *Report) Line() string {
 	x := r.Result
 	return fmt.Sprintf("chaos: duration=%s events=%d kills=%d broker_restarts=%d pg_restarts=%d lost=%d phantom=%d order_violations=%d double_applied=%d unapplied=%d duplicates=%d",
 		time.Duration(r.DurationSec*float64(time.Second)).Round(time.Second), r.Events, r.Kills, r.BrokerRestarts, r.PGRestarts,
-		x.Lost, x.Phantom, x.OrderViolations, x.DoubleApplied, x.Unapplied, x.Duplicates)
+		x.Lost, x.Phantom, x.OrderViolations, x.DoubleApplied, x.Unapplied, x.Duplicates) + mode(x.ExactlyOnce)
+}
+
+func mode(exactlyOnce bool) string {
+	if exactlyOnce {
+		return " mode=exactly-once"
+	}
+	return ""
 }
 
 // ErrViolations is returned when a guarantee was broken.
@@ -110,6 +117,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	brokers := strings.Join(svc.brokers, ",")
 	relayArgs := []string{"cdc", "run", "--pg-url", dbURL, "--kafka-brokers", brokers, "--slot", slot, "--topic-prefix", prefix,
 		"--topic-partitions", "6", "--heartbeat-interval", "2s", "--status-interval", "1s", "--shutdown-timeout", "10s"}
+	if cfg.ExactlyOnce {
+		relayArgs = append(relayArgs, "--exactly-once")
+	}
 	workerArgs := func(i int) []string {
 		return []string{"worker", "run", "--pg-url", dbURL, "--kafka-brokers", brokers, "--group", "chaos-" + runID,
 			"--consumer", "chaos", "--topics", topic, "--handlers", handlers, "--session-timeout", "6s",
@@ -200,7 +210,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, m := range all {
 		rep.Unexpected += m.unexpected
 	}
-	records, err := readTopic(svc.brokers, topic)
+	read := readTopic
+	if cfg.ExactlyOnce {
+		read = readCommittedTopic
+	}
+	records, err := read(ctx, svc.brokers, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Result = Check(led.writes, records, applied)
 	rep.Result.UnknownResolved = resolved
+	rep.Result.ExactlyOnce = cfg.ExactlyOnce
 	rep.Events = rep.Result.Committed
 	if err := writeReport(cfg.Report, rep); err != nil {
 		return rep, err
@@ -354,7 +369,7 @@ func effects(ctx context.Context, db *pgx.Conn) (map[uuid.UUID]int, error) {
 
 // readTopic reads every partition of topic from the start to its current
 // high-water mark with an independent consumer.
-func readTopic(brokers []string, topic string) ([]Record, error) {
+func readTopic(_ context.Context, brokers []string, topic string) ([]Record, error) {
 	sc := kafka.Config{Brokers: brokers, ClientID: "eventforge-chaos-reader"}.Base()
 	sc.Consumer.Return.Errors = false
 	cl, err := sarama.NewClient(brokers, sc)
@@ -405,6 +420,40 @@ func readTopic(brokers []string, topic string) ([]Record, error) {
 			}
 		}
 		pc.Close()
+	}
+	return out, nil
+}
+
+// readCommittedTopic reads every partition of topic up to its high-water
+// mark as a read_committed consumer sees it: records of aborted Kafka
+// transactions left out.
+func readCommittedTopic(ctx context.Context, brokers []string, topic string) ([]Record, error) {
+	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers, ClientID: "eventforge-chaos-reader"}.Base())
+	if err != nil {
+		return nil, fmt.Errorf("connect to Kafka: %w", err)
+	}
+	defer cl.Close()
+	parts, err := cl.Partitions(topic)
+	if err != nil {
+		return nil, fmt.Errorf("partitions of %s: %w", topic, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var out []Record
+	for _, p := range parts {
+		err := kafka.ReadCommitted(rctx, cl, topic, p, func(offset int64, m *sarama.Record) error {
+			r := Record{Key: string(m.Key), Partition: p, Offset: offset}
+			for _, h := range m.Headers {
+				if string(h.Key) == "event_id" {
+					r.ID, _ = uuid.Parse(string(h.Value))
+				}
+			}
+			out = append(out, r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

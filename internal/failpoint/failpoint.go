@@ -14,6 +14,8 @@
 //	crash-after=N  die at the Nth hit (the N-1 hits before it pass)
 //	stall          block the goroutine that hits the point until the process is killed
 //	stall-after=N  stall at the Nth hit
+//	pause          block the goroutine that hits the point for PauseFor (10s) at the first hit, then go on
+//	pause-after=N  pause at the Nth hit
 //	off            never fire (the same as leaving the point out)
 //
 // Before it fires, a point writes one line "eventforge: failpoint NAME: ACTION"
@@ -28,6 +30,10 @@
 //	cdc/mid-transaction             relay: an event was read from the slot and queued for the producer (hit once
 //	                                per event: crash-after=N dies after the Nth event, mid-way through a large
 //	                                transaction)
+//	cdc/eos-before-kafka-commit     relay, --exactly-once: a Kafka transaction's records and position are handed
+//	                                to the producer; CommitTxn not called
+//	cdc/eos-after-kafka-commit      relay, --exactly-once: a Kafka transaction committed; its events are not yet
+//	                                acked in the tracker, nothing confirmed to the slot
 //	worker/inside-tx-before-commit  worker: the inbox row and the handler's change are written; COMMIT not sent
 //	worker/after-commit-before-offset  worker: the transaction committed; its offset is not yet marked
 //	worker/after-dlq-produce-before-ack  worker: a dead letter was handed to the producer; the broker's ack is not
@@ -45,6 +51,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // EnvVar is the environment variable Setup reads.
@@ -57,6 +64,8 @@ const (
 	CDCAfterAckBeforeConfirm       = "cdc/after-ack-before-confirm"
 	CDCAfterConfirm                = "cdc/after-confirm"
 	CDCMidTransaction              = "cdc/mid-transaction"
+	CDCEOSBeforeKafkaCommit        = "cdc/eos-before-kafka-commit"
+	CDCEOSAfterKafkaCommit         = "cdc/eos-after-kafka-commit"
 	WorkerInsideTxBeforeCommit     = "worker/inside-tx-before-commit"
 	WorkerAfterCommitBeforeOffset  = "worker/after-commit-before-offset"
 	WorkerAfterDLQProduceBeforeAck = "worker/after-dlq-produce-before-ack"
@@ -66,6 +75,7 @@ const (
 func Names() []string {
 	n := []string{
 		CDCAfterProduceBeforeAck, CDCAfterAckBeforeConfirm, CDCAfterConfirm, CDCMidTransaction,
+		CDCEOSBeforeKafkaCommit, CDCEOSAfterKafkaCommit,
 		WorkerInsideTxBeforeCommit, WorkerAfterCommitBeforeOffset, WorkerAfterDLQProduceBeforeAck,
 	}
 	sort.Strings(n)
@@ -90,7 +100,12 @@ const (
 	actOff action = iota
 	actCrash
 	actStall
+	actPause
 )
+
+// PauseFor is how long the pause action blocks the goroutine that hits the
+// point.
+const PauseFor = 10 * time.Second
 
 func (a action) String() string {
 	switch a {
@@ -98,6 +113,8 @@ func (a action) String() string {
 		return "crash"
 	case actStall:
 		return "stall"
+	case actPause:
+		return "pause"
 	}
 	return "off"
 }
@@ -156,13 +173,15 @@ func parseAction(a string) (*point, error) {
 		p.act = actCrash
 	case "stall":
 		p.act = actStall
+	case "pause":
+		p.act = actPause
 	case "off":
 		if hasN {
 			return nil, fmt.Errorf("action %q: off takes no count", a)
 		}
 		p.act = actOff
 	default:
-		return nil, fmt.Errorf("unknown action %q: want crash, crash-after=N, stall, stall-after=N or off", a)
+		return nil, fmt.Errorf("unknown action %q: want crash, crash-after=N, stall, stall-after=N, pause, pause-after=N or off", a)
 	}
 	if hasN {
 		v, err := strconv.ParseInt(n, 10, 64)
@@ -234,9 +253,17 @@ func Hit(name string) {
 // that only the end of the process ends.
 func fire(name string, a action) {
 	fmt.Fprintf(os.Stderr, "eventforge: failpoint %s: %s\n", name, a)
+	if a == actPause {
+		time.Sleep(PauseFor)
+		return
+	}
 	if a == actCrash {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 	// A stall, or the instant between kill(2) and the signal's delivery.
-	select {}
+	// A sleeping goroutine, unlike select {}, never trips the runtime's
+	// deadlock check in a process with no other goroutine.
+	for {
+		time.Sleep(time.Hour)
+	}
 }

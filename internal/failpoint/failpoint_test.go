@@ -22,6 +22,7 @@ func TestParse(t *testing.T) {
 		{spec: " cdc/after-confirm = crash ;", want: "cdc/after-confirm=crash"},
 		{spec: "cdc/mid-transaction=crash-after=2500;worker/after-commit-before-offset=stall", want: "cdc/mid-transaction=crash-after=2500;worker/after-commit-before-offset=stall"},
 		{spec: "worker/inside-tx-before-commit=stall-after=3", want: "worker/inside-tx-before-commit=stall-after=3"},
+		{spec: "cdc/eos-before-kafka-commit=pause-after=2", want: "cdc/eos-before-kafka-commit=pause-after=2"},
 		{spec: "cdc/after-confirm=crash-after=1", want: "cdc/after-confirm=crash"},
 		{spec: "cdc/after-confirm=off", want: "cdc/after-confirm=off"},
 		{spec: "cdc/after-confirm", err: true},

@@ -3,6 +3,7 @@ package testenv
 import (
 	"errors"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 )
@@ -26,7 +27,14 @@ type Proxy struct {
 // test ends.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return StartProxyAt(t, "127.0.0.1:0", target)
+}
+
+// StartProxyAt is StartProxy listening on addr: a test can keep an address
+// refused and then make a service appear there.
+func StartProxyAt(t testing.TB, addr, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +48,18 @@ func StartProxy(t testing.TB, target string) *Proxy {
 
 // Addr is the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Via returns the URL u (postgres://…) with its host:port replaced by the
+// proxy's.
+func (p *Proxy) Via(t testing.TB, u string) string {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu.Host = p.Addr()
+	return pu.String()
+}
 
 // Freeze stops forwarding, without closing anything.
 func (p *Proxy) Freeze() { p.set(true) }
