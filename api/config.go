@@ -2,41 +2,49 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/fielderr"
 )
 
-// Config configures the orders API. Start from DefaultConfig.
+// Config configures the orders API. Start from DefaultConfig, change what
+// you need, then New (or Run) validates it; the defaults are DefaultConfig's.
 type Config struct {
-	// PGURL is the PostgreSQL URL Run connects to (New takes a pool instead).
+	// PGURL is the PostgreSQL URL Run connects to (New takes a pool
+	// instead). Required by Run; no default.
 	PGURL string
-	// MaxConns bounds the connection pool Run opens.
+	// MaxConns bounds the connection pool Run opens. Default 10.
 	MaxConns int32
 	// HTTPAddr is where the API, /healthz, /readyz and /metrics are served.
+	// Default 127.0.0.1:8080.
 	HTTPAddr string
-	// MetricsAddr, when set, serves /healthz, /readyz and /metrics there too.
+	// MetricsAddr, when set, serves /healthz, /readyz and /metrics there
+	// too. Default empty: not.
 	MetricsAddr string
 
 	// RequestTimeout bounds each request's work (its context deadline).
+	// Default 10 s.
 	RequestTimeout time.Duration
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are the
 	// http.Server's; WriteTimeout must leave room for RequestTimeout.
+	// Defaults 5 s, 15 s, 20 s and 60 s.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	// ShutdownTimeout bounds how long in-flight requests may finish after
-	// the context ends.
+	// the context ends. Default 15 s.
 	ShutdownTimeout time.Duration
 	// MaxBodyBytes is the largest request body accepted (413 above).
+	// Default 1 MiB.
 	MaxBodyBytes int64
 	// MaxHeaderBytes bounds the request line and headers (the http.Server
-	// answers 431 above it).
+	// answers 431 above it). Default 32 KiB.
 	MaxHeaderBytes int
 
 	// Token, when set, is the bearer token every /orders request must
-	// carry. It prints as [redacted].
+	// carry. It prints as [redacted]. Default empty: no token.
 	Token Token
 
 	// CreateTables makes Run create the tables the API writes (orders,
@@ -62,51 +70,51 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid setting. It does not check PGURL, which
+// Validate reports every invalid setting at once (errors.Join), each
+// naming its field ("Config.HTTPAddr: ..."). It does not check PGURL, which
 // only Run needs.
 func (c Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
 	if c.HTTPAddr == "" {
-		return errors.New("no HTTP address: set --http-addr")
-	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		return fmt.Errorf("invalid --http-addr %q: want host:port", c.HTTPAddr)
+		add("Config.HTTPAddr", "required")
+	} else if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		add("Config.HTTPAddr", "invalid address %q: want host:port", c.HTTPAddr)
 	}
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			return fmt.Errorf("invalid --metrics-addr %q: want host:port", c.MetricsAddr)
+			add("Config.MetricsAddr", "invalid address %q: want host:port", c.MetricsAddr)
 		}
 	}
 	if c.MaxConns < 1 {
-		return fmt.Errorf("invalid max connections %d: want at least 1", c.MaxConns)
+		add("Config.MaxConns", "%d: want at least 1", c.MaxConns)
 	}
 	for _, d := range []struct {
-		name string
-		v    time.Duration
+		field string
+		v     time.Duration
 	}{
-		{"request timeout", c.RequestTimeout},
-		{"read header timeout", c.ReadHeaderTimeout},
-		{"read timeout", c.ReadTimeout},
-		{"write timeout", c.WriteTimeout},
-		{"idle timeout", c.IdleTimeout},
-		{"shutdown timeout", c.ShutdownTimeout},
+		{"Config.RequestTimeout", c.RequestTimeout},
+		{"Config.ReadHeaderTimeout", c.ReadHeaderTimeout},
+		{"Config.ReadTimeout", c.ReadTimeout},
+		{"Config.WriteTimeout", c.WriteTimeout},
+		{"Config.IdleTimeout", c.IdleTimeout},
+		{"Config.ShutdownTimeout", c.ShutdownTimeout},
 	} {
 		if d.v <= 0 {
-			return fmt.Errorf("invalid %s %s: want > 0", d.name, d.v)
+			add(d.field, "%s: want > 0", d.v)
 		}
 	}
 	if c.WriteTimeout <= c.RequestTimeout {
-		return fmt.Errorf("write timeout %s must exceed request timeout %s, or timed-out requests get no answer", c.WriteTimeout, c.RequestTimeout)
+		add("Config.WriteTimeout", "%s must exceed Config.RequestTimeout %s, or timed-out requests get no answer", c.WriteTimeout, c.RequestTimeout)
 	}
 	if c.MaxBodyBytes < 1 {
-		return fmt.Errorf("invalid max body size %d: want > 0", c.MaxBodyBytes)
+		add("Config.MaxBodyBytes", "%d: want > 0", c.MaxBodyBytes)
 	}
 	if c.MaxHeaderBytes < 1024 {
-		return fmt.Errorf("invalid max header size %d: want at least 1024", c.MaxHeaderBytes)
+		add("Config.MaxHeaderBytes", "%d: want at least 1024", c.MaxHeaderBytes)
 	}
 	if c.Token != "" {
-		if err := c.Token.validate(); err != nil {
-			return err
-		}
+		errs = append(errs, fielderr.Wrap("Config.Token", c.Token.validate()))
 	}
-	return nil
+	return errors.Join(errs...)
 }

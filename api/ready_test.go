@@ -56,7 +56,7 @@ func TestReadyz(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, err := New(tt.pool, DefaultConfig(), testLogger(t), prometheus.NewRegistry())
+			srv, err := New(DefaultConfig(), tt.pool, testLogger(t), prometheus.NewRegistry())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -114,9 +114,9 @@ func TestBinaryConfigErrors(t *testing.T) {
 	}{
 		{"no url", []string{}, "no PostgreSQL URL"},
 		{"bad url", []string{"--pg-url", "postgres://eventforge:" + password + "@host:notaport/db"}, "invalid PostgreSQL URL"},
-		{"bad http addr", []string{"--pg-url", okURL, "--http-addr", "nope"}, "invalid --http-addr"},
-		{"bad metrics addr", []string{"--pg-url", okURL, "--metrics-addr", "9090"}, "invalid --metrics-addr"},
-		{"timeouts", []string{"--pg-url", okURL, "--request-timeout", "30s"}, "must exceed request timeout"},
+		{"bad http addr", []string{"--pg-url", okURL, "--http-addr", "nope"}, "--http-addr: invalid address"},
+		{"bad metrics addr", []string{"--pg-url", okURL, "--metrics-addr", "9090"}, "--metrics-addr: invalid address"},
+		{"timeouts", []string{"--pg-url", okURL, "--request-timeout", "30s"}, "--write-timeout: 20s must exceed --request-timeout 30s"},
 		{"port in use", []string{"--pg-url", okURL, "--http-addr", busy.Addr().String()}, "listen on"},
 		{"bad log level", []string{"--pg-url", okURL, "--log-level", "loud"}, "invalid --log-level"},
 		{"token and token file", []string{"--pg-url", okURL, "--api-token", password + "-0123456789", "--api-token-file", "/nope"}, "not both"},

@@ -35,10 +35,10 @@ type Server struct {
 	handler http.Handler   // mux, instrumented, with panics recovered and a deadline
 }
 
-// New builds a Server on pool. Its metrics are registered on reg, which also
+// New validates cfg and builds a Server on pool. Its metrics are registered on reg, which also
 // serves /metrics (ops.NewRegistry gives one with the Go and process
 // collectors).
-func New(pool *pgxpool.Pool, cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Server, error) {
+func New(cfg Config, pool *pgxpool.Pool, log *slog.Logger, reg *prometheus.Registry) (*Server, error) {
 	return newServer(newPGStore(pool), cfg, log, reg)
 }
 
@@ -248,7 +248,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer pool.Close()
 
-	srv, err := New(pool, cfg, log, ops.NewRegistry())
+	srv, err := New(cfg, pool, log, ops.NewRegistry())
 	if err != nil {
 		return err
 	}

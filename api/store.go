@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -199,7 +200,7 @@ func (sqlWriter) insertOrder(ctx context.Context, tx pgx.Tx, r orderRequest) (ti
 	err := tx.QueryRow(ctx,
 		`INSERT INTO orders (id, status, customer, amount, currency) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
 		r.ID, statusCreated, r.Customer, r.Amount, r.Currency).Scan(&createdAt)
-	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "23505" {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgerrcode.UniqueViolation {
 		return time.Time{}, errDuplicateOrder
 	}
 	if err != nil {

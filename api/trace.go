@@ -3,15 +3,13 @@ package api
 import (
 	"net/http"
 	"strings"
+
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
-// W3C Trace Context header names, carried from the request into the outbox
-// event's headers so consumers can continue the trace.
-const (
-	headerTraceparent = "traceparent"
-	headerTracestate  = "tracestate"
-	maxTracestateLen  = 512
-)
+// maxTracestateLen bounds the tracestate carried from a request into the
+// outbox event's headers (outbox.HeaderTracestate).
+const maxTracestateLen = 512
 
 // traceHeaders returns the outbox headers for a request: traceparent (and
 // tracestate with it) when traceparent is well formed, otherwise nothing.
@@ -19,13 +17,13 @@ const (
 // order.
 func traceHeaders(h http.Header) map[string]string {
 	out := map[string]string{}
-	tp := strings.TrimSpace(h.Get(headerTraceparent))
+	tp := strings.TrimSpace(h.Get(outbox.HeaderTraceparent))
 	if !validTraceparent(tp) {
 		return out
 	}
-	out[headerTraceparent] = tp
-	if ts := strings.TrimSpace(h.Get(headerTracestate)); ts != "" && len(ts) <= maxTracestateLen && printableASCII(ts) {
-		out[headerTracestate] = ts
+	out[outbox.HeaderTraceparent] = tp
+	if ts := strings.TrimSpace(h.Get(outbox.HeaderTracestate)); ts != "" && len(ts) <= maxTracestateLen && printableASCII(ts) {
+		out[outbox.HeaderTracestate] = ts
 	}
 	return out
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -63,7 +63,7 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if code, _ := pgErrorCode(err); strings.HasPrefix(code, "42") {
+		if code, _ := pgErrorCode(err); pgerrcode.IsSyntaxErrororAccessRuleViolation(code) {
 			// A missing privilege or column: retrying cannot fix it.
 			return fatal(fmt.Errorf("backfill from the snapshot of slot %s: %w", r.cfg.Slot, err))
 		}

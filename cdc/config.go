@@ -14,9 +14,11 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/backoff"
+	"github.com/eventforge/eventforge/internal/fielderr"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // Defaults of Config, also the defaults of the `cdc run` flags.
@@ -44,25 +46,26 @@ const eosProduceRetries = 5
 // server's wal_sender_timeout/2 lowers it further (docs/design.md#status-cadence).
 const maxStatusInterval = 10 * time.Second
 
-// Config is everything the relay needs. Start from DefaultConfig; zero
-// durations and sizes are replaced by their defaults.
+// Config is everything the relay needs. Start from DefaultConfig, set the
+// required fields (PGURL, Kafka.Brokers), then New validates it; a zero
+// duration or size takes its default.
 type Config struct {
-	PGURL       string
-	Kafka       kafka.Config
-	Slot        string // logical replication slot, created when missing
-	Publication string // must exist (eventforge migrate creates it)
-	OutboxTable string // schema.table the publication covers; Mapping.Table wins when set
+	PGURL       string           // PostgreSQL URL; required
+	Kafka       kafkaconf.Config // brokers and security; Kafka.Brokers required
+	Slot        string           // logical replication slot, created when missing; default DefaultSlot
+	Publication string           // must exist (eventforge migrate creates it); default DefaultPublication
+	OutboxTable string           // schema.table the publication covers; default DefaultOutboxTable; Mapping.Table wins when set
 	// Mapping names the outbox's table and columns and the record format;
-	// zero: the contract's (outbox.DefaultMapping) on OutboxTable.
-	Mapping outbox.Mapping
+	// zero (default): the contract's (outbox.DefaultMapping) on OutboxTable.
+	Mapping Mapping
 
-	TopicPrefix            string // prepended to aggregate_type
-	TopicPartitions        int32  // for topics the relay creates
+	TopicPrefix            string // prepended to aggregate_type; default empty
+	TopicPartitions        int32  // for topics the relay creates; default DefaultTopicPartitions (12)
 	TopicReplicationFactor int16  // for topics the relay creates; -1 (default): the broker's default.replication.factor
 	// TopicMinInsyncReplicas is min.insync.replicas of topics the relay
 	// creates; 0 (default) leaves the broker's default.
 	TopicMinInsyncReplicas int
-	CreateTopics           bool // false: events to a missing topic are rejected (after a bounded wait)
+	CreateTopics           bool // false: events to a missing topic are rejected (after a bounded wait); DefaultConfig: true
 
 	// BackfillSince, when set, makes a relay that creates its slot first
 	// publish the outbox rows created at or after it that the slot's
@@ -72,34 +75,34 @@ type Config struct {
 	// BackfillAll is BackfillSince for every row of the snapshot. Default false.
 	BackfillAll bool
 
-	MaxInFlightEvents int   // events produced but not yet acked
-	MaxInFlightBytes  int64 // their encoded size
+	MaxInFlightEvents int   // events produced but not yet acked; default DefaultMaxInFlightEvents (20000)
+	MaxInFlightBytes  int64 // their encoded size; default DefaultMaxInFlightBytes (64 MiB)
 
-	HeartbeatInterval time.Duration // negative disables heartbeats
+	HeartbeatInterval time.Duration // default DefaultHeartbeatInterval (10 s); negative disables heartbeats
 	// StatusInterval is the longest time between standby status updates;
-	// zero means min(10s, wal_sender_timeout/2) as read from the server.
+	// zero (default) means min(10s, wal_sender_timeout/2) as read from the server.
 	StatusInterval time.Duration
 	// ReceiveTimeout is how long the stream may hear nothing from the server
 	// (neither data nor keepalive) before the connection is presumed dead
-	// and the session reconnects; zero derives it: the longest of 3
-	// heartbeat intervals, 3 status intervals and wal_sender_timeout, plus
+	// and the session reconnects; zero (default) derives it: the longest of
+	// 3 heartbeat intervals, 3 status intervals and wal_sender_timeout, plus
 	// 5s. Never below two status intervals.
 	ReceiveTimeout time.Duration
 
-	Compression     string        // none, gzip, snappy, lz4 or zstd
-	FlushBytes      int           // producer batch target; 0: send when the connection is free
-	FlushFrequency  time.Duration // producer linger; 0: none (see kafka.ProducerOptions)
-	MaxMessageBytes int           // largest record produced; larger ones are rejected
+	Compression     string        // none, gzip, snappy, lz4 or zstd; default DefaultCompression (lz4)
+	FlushBytes      int           // producer batch target; 0 (default): send when the connection is free
+	FlushFrequency  time.Duration // producer linger; 0 (default): none (see kafka.ProducerOptions)
+	MaxMessageBytes int           // largest record produced, larger ones are rejected; default DefaultMaxMessageBytes
 
 	// KafkaProbeInterval is how often a streaming relay checks that a broker
 	// answers (readiness turns false when none does); default 5s.
 	KafkaProbeInterval time.Duration
-	ShutdownTimeout    time.Duration // bound on waiting for in-flight acks at shutdown
-	ReconnectMin       time.Duration // first backoff after a failed session
-	ReconnectMax       time.Duration // cap of the doubling backoff
-	StandbyRetry       time.Duration // how often a standby retries the slot
-	SlotSampleInterval time.Duration // pg_replication_slots sampling for metrics and safety
-	StateWriteInterval time.Duration // relay_state updates (throttled)
+	ShutdownTimeout    time.Duration // bound on waiting for in-flight acks at shutdown; default DefaultShutdownTimeout (30 s)
+	ReconnectMin       time.Duration // first backoff after a failed session; default 500 ms
+	ReconnectMax       time.Duration // cap of the doubling backoff; default 30 s
+	StandbyRetry       time.Duration // how often a standby retries the slot; default 1.5 s
+	SlotSampleInterval time.Duration // pg_replication_slots sampling for metrics and safety; default 15 s
+	StateWriteInterval time.Duration // relay_state updates (throttled); default 5 s
 
 	// ExactlyOnce produces inside Kafka transactions and records the
 	// relay's position in the same transactions, so a restarted relay
@@ -184,72 +187,83 @@ func (c Config) withDefaults() Config {
 // slotName is what PostgreSQL accepts as a replication slot name.
 var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 
-// Validate reports a configuration that cannot work, in one line that names
-// the flag to fix. It never repeats a password.
+// Validate reports every problem of a configuration that cannot work, at
+// once (errors.Join), each naming its field ("Config.Slot: ..."); zero
+// fields are checked with their defaults. It never repeats a password.
 func (c Config) Validate() error {
 	c = c.withDefaults()
+	var errs []error
+	add := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
 	if c.PGURL == "" {
-		return errors.New("no PostgreSQL URL: set --pg-url or EVENTFORGE_PG_URL")
+		add("Config.PGURL", "required")
+	} else if _, err := pgconn.ParseConfig(c.PGURL); err != nil {
+		errs = append(errs, fielderr.Wrap("Config.PGURL", err))
 	}
-	if _, err := pgconn.ParseConfig(c.PGURL); err != nil {
-		return err
-	}
-	if err := c.Kafka.Validate(); err != nil {
-		return err
-	}
+	errs = append(errs, c.Kafka.Validate())
 	if !slotName.MatchString(c.Slot) {
-		return fmt.Errorf("invalid --slot %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
+		add("Config.Slot", "invalid slot name %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
 	}
 	if strings.ContainsAny(c.Publication, "'\"\x00") {
-		return fmt.Errorf("invalid --publication %q", c.Publication)
+		add("Config.Publication", "invalid publication name %q", c.Publication)
 	}
 	if c.ExactlyOnce && (c.BackfillAll || !c.BackfillSince.IsZero()) {
-		return errors.New("--exactly-once does not cover the snapshot backfill: run the backfill without it, then restart with --exactly-once")
+		add("", "Config.ExactlyOnce does not cover the snapshot backfill (Config.BackfillAll, Config.BackfillSince): run the backfill without it, then restart with Config.ExactlyOnce")
 	}
 	if c.BackfillAll && !c.BackfillSince.IsZero() {
-		return errors.New("--backfill-all and --backfill-since exclude each other")
+		add("", "Config.BackfillAll and Config.BackfillSince exclude each other")
 	}
-	if err := c.Mapping.Validate(); err != nil {
-		return err
-	}
+	errs = append(errs, fielderr.Wrap("Config.Mapping", c.Mapping.Validate()))
 	// An invalid prefix would set every event aside.
-	if p := c.TopicPrefix; p != "" && TopicProblem(p+"x") != "" {
-		return fmt.Errorf("invalid --topic-prefix %q: %s", p, TopicProblem(p+"x"))
+	if p := c.TopicPrefix; p != "" && outbox.TopicProblem(p+"x") != "" {
+		add("Config.TopicPrefix", "invalid prefix %q: %s", p, outbox.TopicProblem(p+"x"))
 	}
-	switch {
-	case c.TopicPartitions < 1:
-		return fmt.Errorf("invalid --topic-partitions %d: must be at least 1", c.TopicPartitions)
-	case c.TopicReplicationFactor < 1 && c.TopicReplicationFactor != -1:
-		return fmt.Errorf("invalid --topic-replication-factor %d: must be -1 (the broker's default) or at least 1", c.TopicReplicationFactor)
-	case c.TopicMinInsyncReplicas < 0:
-		return fmt.Errorf("invalid --topic-min-insync-replicas %d: must be 0 (the broker's default) or at least 1", c.TopicMinInsyncReplicas)
-	case c.TopicReplicationFactor > 0 && c.TopicMinInsyncReplicas > int(c.TopicReplicationFactor):
-		return fmt.Errorf("--topic-min-insync-replicas %d exceeds --topic-replication-factor %d: no write could ever be acknowledged", c.TopicMinInsyncReplicas, c.TopicReplicationFactor)
-	case c.MaxInFlightEvents < 1:
-		return fmt.Errorf("invalid --max-in-flight-events %d: must be at least 1", c.MaxInFlightEvents)
-	case c.MaxInFlightBytes < 1:
-		return fmt.Errorf("invalid --max-in-flight-bytes %d: must be at least 1", c.MaxInFlightBytes)
-	case c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize):
-		return fmt.Errorf("invalid --max-message-bytes %d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
-	case c.KafkaProbeInterval < 0:
-		return fmt.Errorf("invalid Kafka probe interval %s", c.KafkaProbeInterval)
-	case c.ReceiveTimeout < 0:
-		return fmt.Errorf("invalid --receive-timeout %s: must be 0 (derived) or positive", c.ReceiveTimeout)
-	case c.StatusInterval < 0:
-		return fmt.Errorf("invalid status interval %s", c.StatusInterval)
-	case c.ShutdownTimeout < 0:
-		return fmt.Errorf("invalid --shutdown-timeout %s", c.ShutdownTimeout)
-	case c.TxnInterval < 0:
-		return fmt.Errorf("invalid --txn-interval %s", c.TxnInterval)
-	case c.PositionTopic != "" && TopicProblem(c.PositionTopic) != "":
-		return fmt.Errorf("invalid --position-topic %q: %s", c.PositionTopic, TopicProblem(c.PositionTopic))
-	case c.ReconnectMax < c.ReconnectMin:
-		return fmt.Errorf("reconnect backoff cap %s is below its start %s", c.ReconnectMax, c.ReconnectMin)
+	if c.TopicPartitions < 1 {
+		add("Config.TopicPartitions", "%d: must be at least 1", c.TopicPartitions)
+	}
+	if c.TopicReplicationFactor < 1 && c.TopicReplicationFactor != -1 {
+		add("Config.TopicReplicationFactor", "%d: must be -1 (the broker's default) or at least 1", c.TopicReplicationFactor)
+	}
+	if c.TopicMinInsyncReplicas < 0 {
+		add("Config.TopicMinInsyncReplicas", "%d: must be 0 (the broker's default) or at least 1", c.TopicMinInsyncReplicas)
+	} else if c.TopicReplicationFactor > 0 && c.TopicMinInsyncReplicas > int(c.TopicReplicationFactor) {
+		add("Config.TopicMinInsyncReplicas", "%d exceeds Config.TopicReplicationFactor %d: no write could ever be acknowledged", c.TopicMinInsyncReplicas, c.TopicReplicationFactor)
+	}
+	if c.MaxInFlightEvents < 1 {
+		add("Config.MaxInFlightEvents", "%d: must be at least 1", c.MaxInFlightEvents)
+	}
+	if c.MaxInFlightBytes < 1 {
+		add("Config.MaxInFlightBytes", "%d: must be at least 1", c.MaxInFlightBytes)
+	}
+	if c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize) {
+		add("Config.MaxMessageBytes", "%d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+		what  string
+	}{
+		{"Config.KafkaProbeInterval", c.KafkaProbeInterval, "positive"},
+		{"Config.ReceiveTimeout", c.ReceiveTimeout, "0 (derived) or positive"},
+		{"Config.StatusInterval", c.StatusInterval, "0 (derived) or positive"},
+		{"Config.ShutdownTimeout", c.ShutdownTimeout, "positive"},
+	} {
+		if d.v < 0 {
+			add(d.field, "%s: must be %s", d.v, d.what)
+		}
+	}
+	if c.TxnInterval < 0 {
+		add("Config.TxnInterval", "%s: must be positive", c.TxnInterval)
+	}
+	if p := c.PositionTopic; p != "" && outbox.TopicProblem(p) != "" {
+		add("Config.PositionTopic", "invalid topic %q: %s", p, outbox.TopicProblem(p))
+	}
+	if c.ReconnectMax < c.ReconnectMin {
+		add("Config.ReconnectMax", "%s is below Config.ReconnectMin %s", c.ReconnectMax, c.ReconnectMin)
 	}
 	if _, err := ParseCompression(c.Compression); err != nil {
-		return err
+		errs = append(errs, fielderr.Wrap("Config.Compression", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // outboxTable splits the outbox table into schema and table.
@@ -261,7 +275,7 @@ func (c Config) outboxTable() (schema, table string, err error) {
 	return m.SplitTable()
 }
 
-// ParseCompression maps a --compression value to sarama's codec.
+// ParseCompression maps a compression name (Config.Compression) to sarama's codec.
 func ParseCompression(name string) (sarama.CompressionCodec, error) {
 	switch strings.ToLower(name) {
 	case "", "none":
@@ -275,7 +289,7 @@ func ParseCompression(name string) (sarama.CompressionCodec, error) {
 	case "zstd":
 		return sarama.CompressionZSTD, nil
 	}
-	return 0, fmt.Errorf("invalid --compression %q: want none, gzip, snappy, lz4 or zstd", name)
+	return 0, fmt.Errorf("invalid compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
 // producerConfig is the sarama configuration of one stream session.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventforge/eventforge/internal/kafka"
@@ -25,31 +26,31 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string // substring; empty means valid
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"no pg url", func(c *Config) { c.PGURL = "" }, "--pg-url"},
+		{"no pg url", func(c *Config) { c.PGURL = "" }, "Config.PGURL: required"},
 		{"bad pg url hides password", func(c *Config) { c.PGURL = "postgres://u:secret@[::1" }, "invalid PostgreSQL URL"},
-		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "--kafka-brokers"},
-		{"slot upper case", func(c *Config) { c.Slot = "Relay" }, "--slot"},
-		{"slot dash", func(c *Config) { c.Slot = "my-slot" }, "--slot"},
-		{"slot too long", func(c *Config) { c.Slot = strings.Repeat("a", 64) }, "--slot"},
-		{"publication quote", func(c *Config) { c.Publication = "x'y" }, "--publication"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "Config.Kafka.Brokers: required"},
+		{"slot upper case", func(c *Config) { c.Slot = "Relay" }, "Config.Slot: invalid slot name"},
+		{"slot dash", func(c *Config) { c.Slot = "my-slot" }, "Config.Slot: invalid slot name"},
+		{"slot too long", func(c *Config) { c.Slot = strings.Repeat("a", 64) }, "Config.Slot: invalid slot name"},
+		{"publication quote", func(c *Config) { c.Publication = "x'y" }, "Config.Publication: invalid"},
 		{"outbox table", func(c *Config) { c.OutboxTable = "a.b.c" }, "outbox table"},
 		{"outbox table without schema", func(c *Config) { c.OutboxTable = "events" }, ""},
-		{"partitions", func(c *Config) { c.TopicPartitions = -1 }, "--topic-partitions"},
-		{"replication", func(c *Config) { c.TopicReplicationFactor = -2 }, "--topic-replication-factor"},
+		{"partitions", func(c *Config) { c.TopicPartitions = -1 }, "Config.TopicPartitions: -1"},
+		{"replication", func(c *Config) { c.TopicReplicationFactor = -2 }, "Config.TopicReplicationFactor: -2"},
 		{"broker default replication", func(c *Config) { c.TopicReplicationFactor = -1 }, ""},
-		{"min insync", func(c *Config) { c.TopicMinInsyncReplicas = -1 }, "--topic-min-insync-replicas"},
-		{"min insync above replication", func(c *Config) { c.TopicReplicationFactor, c.TopicMinInsyncReplicas = 2, 3 }, "exceeds --topic-replication-factor"},
+		{"min insync", func(c *Config) { c.TopicMinInsyncReplicas = -1 }, "Config.TopicMinInsyncReplicas: -1"},
+		{"min insync above replication", func(c *Config) { c.TopicReplicationFactor, c.TopicMinInsyncReplicas = 2, 3 }, "exceeds Config.TopicReplicationFactor"},
 		{"min insync with broker default replication", func(c *Config) { c.TopicMinInsyncReplicas = 2 }, ""},
-		{"window events", func(c *Config) { c.MaxInFlightEvents = -1 }, "--max-in-flight-events"},
-		{"window bytes", func(c *Config) { c.MaxInFlightBytes = -1 }, "--max-in-flight-bytes"},
-		{"message bytes", func(c *Config) { c.MaxMessageBytes = 10 }, "--max-message-bytes"},
-		{"compression", func(c *Config) { c.Compression = "brotli" }, "--compression"},
+		{"window events", func(c *Config) { c.MaxInFlightEvents = -1 }, "Config.MaxInFlightEvents: -1"},
+		{"window bytes", func(c *Config) { c.MaxInFlightBytes = -1 }, "Config.MaxInFlightBytes: -1"},
+		{"message bytes", func(c *Config) { c.MaxMessageBytes = 10 }, "Config.MaxMessageBytes: 10"},
+		{"compression", func(c *Config) { c.Compression = "brotli" }, "Config.Compression: invalid compression"},
 		{"exactly-once", func(c *Config) { c.ExactlyOnce = true }, ""},
-		{"exactly-once with a backfill", func(c *Config) { c.ExactlyOnce, c.BackfillAll = true, true }, "--exactly-once"},
-		{"position topic", func(c *Config) { c.PositionTopic = "bad topic" }, "--position-topic"},
-		{"txn interval", func(c *Config) { c.TxnInterval = -time.Second }, "--txn-interval"},
+		{"exactly-once with a backfill", func(c *Config) { c.ExactlyOnce, c.BackfillAll = true, true }, "Config.ExactlyOnce does not cover the snapshot backfill"},
+		{"position topic", func(c *Config) { c.PositionTopic = "bad topic" }, "Config.PositionTopic: invalid topic"},
+		{"txn interval", func(c *Config) { c.TxnInterval = -time.Second }, "Config.TxnInterval: -1s"},
 		{"compression zstd", func(c *Config) { c.Compression = "ZSTD" }, ""},
-		{"backoff", func(c *Config) { c.ReconnectMin, c.ReconnectMax = time.Minute, time.Second }, "backoff"},
+		{"backoff", func(c *Config) { c.ReconnectMin, c.ReconnectMax = time.Minute, time.Second }, "Config.ReconnectMax: 1s is below Config.ReconnectMin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,7 +156,7 @@ func TestActivePID(t *testing.T) {
 		{"", 0},
 	}
 	for _, tt := range tests {
-		if got := activePID(&pgconn.PgError{Code: sqlstateObjectInUse, Message: tt.msg}); got != tt.want {
+		if got := activePID(&pgconn.PgError{Code: pgerrcode.ObjectInUse, Message: tt.msg}); got != tt.want {
 			t.Errorf("activePID(%q) = %d, want %d", tt.msg, got, tt.want)
 		}
 	}
@@ -170,17 +171,6 @@ func TestLimits(t *testing.T) {
 	l.set("b", 3000)
 	if got := l.current(); got != 3000 {
 		t.Fatalf("current() = %d, want the smallest topic limit 3000", got)
-	}
-	l.refused("b", "e1")
-	if got := l.current(); got != 10000 {
-		t.Fatalf("after a refusal the topic's limit must be read again: current() = %d", got)
-	}
-	l.refused("b", "e1")
-	if n := l.refusals("e1"); n != 2 {
-		t.Fatalf("refusals = %d, want 2", n)
-	}
-	if n := l.refusals("e2"); n != 0 {
-		t.Fatalf("refusals of another event = %d", n)
 	}
 }
 

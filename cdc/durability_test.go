@@ -8,6 +8,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
@@ -74,12 +75,12 @@ func TestCreatedTopicDurability(t *testing.T) {
 	if err := tp.ensure(context.Background(), topic); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := tp.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"min.insync.replicas"}})
+	entries, err := kafka.DescribeConfig(tp.admin, sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"min.insync.replicas"}})
 	if err != nil || len(entries) != 1 || entries[0].Value != "2" {
 		t.Fatalf("min.insync.replicas of the created topic: %+v, %v; want 2", entries, err)
 	}
 	brokers := client.Brokers()
-	entries, err = tp.admin.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(brokers[0].ID())),
+	entries, err = kafka.DescribeConfig(tp.admin, sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(brokers[0].ID())),
 		ConfigNames: []string{"default.replication.factor"}})
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("broker default.replication.factor: %+v, %v", entries, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
@@ -355,7 +356,7 @@ func TestTopicProblem(t *testing.T) {
 		{"", false}, {".", false}, {"..", false}, {strings.Repeat("a", 250), false}, {"__consumer_offsets", false},
 		{"__x", false}, {"a b", false}, {"a/b", false}, {"ordérs", false}, {"a\x00", false}, {"a\n", false},
 	} {
-		if got := TopicProblem(tc.name); (got == "") != tc.ok {
+		if got := outbox.TopicProblem(tc.name); (got == "") != tc.ok {
 			t.Errorf("TopicProblem(%q) = %q, want ok %v", truncateName(tc.name), got, tc.ok)
 		}
 	}

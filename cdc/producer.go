@@ -276,17 +276,13 @@ func eventAttrs(p *pending) []any {
 		}
 	}
 	for _, h := range p.msg.Headers {
-		if string(h.Key) == traceparentHeader {
-			attrs = append(attrs, traceparentHeader, string(h.Value))
+		if string(h.Key) == outbox.HeaderTraceparent {
+			attrs = append(attrs, outbox.HeaderTraceparent, string(h.Value))
 			break
 		}
 	}
 	return attrs
 }
-
-// traceparentHeader is the W3C trace context header; an outbox row's
-// headers column may carry it, and logs follow it end to end.
-const traceparentHeader = "traceparent"
 
 // failed counts an error the producer handed back.
 func (ps *producerSession) failed(*pending, error) { ps.m.publishErrors.Inc() }

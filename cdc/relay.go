@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/backoff"
-	"github.com/eventforge/eventforge/internal/ops"
 	"github.com/eventforge/eventforge/internal/outbox"
 )
 
@@ -49,7 +49,7 @@ const (
 
 // New checks cfg and registers the relay's metrics on reg and its readiness
 // check on ready (either may be nil).
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready *ops.Readiness) (*Relay, error) {
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready ReadinessRegistrar) (*Relay, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -281,7 +281,7 @@ func (r *Relay) startReplication(ctx context.Context, repl *pgconn.PgConn, start
 	if err == nil {
 		return nil
 	}
-	if code, pe := pgErrorCode(err); code == sqlstateObjectInUse {
+	if code, pe := pgErrorCode(err); code == pgerrcode.ObjectInUse { // slot active for another PID: wait as standby
 		return &standbyError{pid: activePID(pe)}
 	}
 	return fmt.Errorf("start replication from slot %s: %w", r.cfg.Slot, err)
@@ -318,7 +318,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	dec.SetPayloadKind(outbox.KindOf(r.catalog.Types[r.cfg.Mapping.Payload]))
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
-		cfg: &r.cfg, log: r.log, m: r.m, conn: repl, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.cfg.Mapping),
+		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.cfg.Mapping),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
 	// The feeder stops when the stream is done, even while it waits on

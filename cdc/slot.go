@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	ipg "github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/internal/slots"
 )
 
 // Errors that stop the relay instead of being retried: retrying cannot fix
@@ -46,12 +47,6 @@ type kindError struct {
 
 func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.kind }
-
-// SQLSTATEs the relay reacts to (checked on *pgconn.PgError, never on text).
-const (
-	sqlstateObjectInUse     = "55006" // slot active for another PID: wait as standby
-	sqlstateDuplicateObject = "42710" // slot created concurrently by another relay
-)
 
 // connectSQL opens a normal connection; its error never repeats the password.
 func connectSQL(ctx context.Context, url string) (*pgx.Conn, error) {
@@ -117,31 +112,20 @@ type slotState struct {
 	activePID int32 // zero when inactive
 }
 
+// readSlot reads the slot through internal/slots, the one home of the
+// slot queries; a missing slot is a slotState that does not exist.
 func readSlot(ctx context.Context, conn *pgx.Conn, slot string) (slotState, error) {
-	var (
-		s         slotState
-		plugin    *string
-		database  *string
-		confirmed *string
-		walStatus *string
-		activePID *int32
-	)
-	err := conn.QueryRow(ctx, `SELECT plugin, slot_type, database, confirmed_flush_lsn::text, wal_status, active_pid
-		FROM pg_replication_slots WHERE slot_name = $1`, slot).
-		Scan(&plugin, &s.slotType, &database, &confirmed, &walStatus, &activePID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s, nil
+	got, err := slots.Status(ctx, conn, slot)
+	if errors.Is(err, slots.ErrSlotNotFound) {
+		return slotState{}, nil
 	}
 	if err != nil {
-		return s, fmt.Errorf("read replication slot %s: %w", slot, err)
+		return slotState{}, err
 	}
-	s.exists = true
-	s.plugin, s.database, s.walStatus = deref(plugin), deref(database), deref(walStatus)
-	if activePID != nil {
-		s.activePID = *activePID
-	}
-	if confirmed != nil {
-		if s.confirmed, err = pglogrepl.ParseLSN(*confirmed); err != nil {
+	s := slotState{exists: true, plugin: got.Plugin, slotType: got.Type, database: got.Database,
+		walStatus: got.WALStatus, activePID: got.ActivePID}
+	if got.ConfirmedFlushLSN != "" {
+		if s.confirmed, err = pglogrepl.ParseLSN(got.ConfirmedFlushLSN); err != nil {
 			return s, fmt.Errorf("parse confirmed_flush_lsn of slot %s: %w", slot, err)
 		}
 	}
@@ -163,28 +147,13 @@ type stateRow struct {
 }
 
 func readState(ctx context.Context, conn *pgx.Conn, slot string) (stateRow, error) {
-	var r stateRow
-	err := conn.QueryRow(ctx, "SELECT confirmed_lsn::text, updated_at FROM relay_state WHERE slot_name = $1", slot).
-		Scan(&r.confirmed, &r.updatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, nil
-	}
-	if err != nil {
-		return r, fmt.Errorf("read relay_state: %w", err)
-	}
-	r.exists = true
-	return r, nil
+	rec, ok, err := slots.ReadRelayRecord(ctx, conn, slot)
+	return stateRow{exists: ok, confirmed: rec.ConfirmedLSN, updatedAt: rec.UpdatedAt}, err
 }
 
 // writeState records a confirmed position; it never moves the row backwards.
 func writeState(ctx context.Context, conn *pgx.Conn, slot string, lsn pglogrepl.LSN) error {
-	_, err := conn.Exec(ctx, `INSERT INTO relay_state (slot_name, confirmed_lsn, updated_at) VALUES ($1, $2::pg_lsn, now())
-		ON CONFLICT (slot_name) DO UPDATE SET confirmed_lsn = GREATEST(relay_state.confirmed_lsn, EXCLUDED.confirmed_lsn), updated_at = now()`,
-		slot, lsn.String())
-	if err != nil {
-		return fmt.Errorf("write relay_state: %w", err)
-	}
-	return nil
+	return slots.WriteRelayState(ctx, conn, slot, lsn.String())
 }
 
 // recovery is the operator's way out of a slot that cannot be used: a new

@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,7 +38,7 @@ type stream struct {
 	cfg      *Config
 	log      *slog.Logger
 	m        *metrics
-	conn     *pgconn.PgConn
+	conn     replicationConn
 	dec      *pgoutput.Decoder
 	build    *outbox.Builder
 	tr       *ack.Tracker
@@ -105,14 +106,14 @@ func (s *stream) receive(ctx context.Context) error {
 		dl = s.nextStatus
 	}
 	if dl.Sub(s.deadline).Abs() > 50*time.Millisecond {
-		if err := s.conn.Conn().SetReadDeadline(dl); err != nil {
+		if err := s.conn.SetReadDeadline(dl); err != nil {
 			return fmt.Errorf("set read deadline: %w", err)
 		}
 		s.deadline = dl
 	}
 	msg, err := s.conn.ReceiveMessage(context.Background())
 	if err != nil {
-		if pgconn.Timeout(err) {
+		if errors.Is(err, errReceiveTimeout) {
 			s.deadline = time.Time{} // an expired deadline must be reset
 			return s.checkSilence(time.Now())
 		}
@@ -304,11 +305,11 @@ func (s *stream) position() pglogrepl.LSN {
 func (s *stream) sendStatus() error {
 	pos := s.position()
 	if s.silence > 0 {
-		if err := s.conn.Conn().SetWriteDeadline(time.Now().Add(s.silence)); err != nil {
+		if err := s.conn.SetWriteDeadline(time.Now().Add(s.silence)); err != nil {
 			return fmt.Errorf("set write deadline: %w", err)
 		}
 	}
-	err := pglogrepl.SendStandbyStatusUpdate(context.Background(), s.conn, pglogrepl.StandbyStatusUpdate{
+	err := s.conn.SendStandbyStatus(context.Background(), pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: pos,
 		WALFlushPosition: pos,
 		WALApplyPosition: pos,

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // batchOverhead is kept free below a topic's max.message.bytes: the broker
@@ -23,16 +25,15 @@ const batchOverhead = 128
 // topic up to one MaxMessageBytes, so the relay uses the smallest limit it
 // knows as its record limit.
 type limits struct {
-	mu       sync.Mutex
-	max      int             // --max-message-bytes
-	byTopic  map[string]int  // max.message.bytes - batchOverhead
-	suspects map[string]int  // event id -> broker MESSAGE_TOO_LARGE refusals
-	checked  map[string]bool // topics whose durability was checked
-	log      *slog.Logger    // for the durability warnings
+	mu      sync.Mutex
+	max     int             // --max-message-bytes
+	byTopic map[string]int  // max.message.bytes - batchOverhead
+	checked map[string]bool // topics whose durability was checked
+	log     *slog.Logger    // for the durability warnings
 }
 
 func newLimits(max int) *limits {
-	return &limits{max: max, byTopic: map[string]int{}, suspects: map[string]int{},
+	return &limits{max: max, byTopic: map[string]int{},
 		checked: map[string]bool{}, log: slog.New(slog.DiscardHandler)}
 }
 
@@ -63,30 +64,6 @@ func (l *limits) set(topic string, v int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.byTopic[topic] = v
-}
-
-// refused notes a broker-side MESSAGE_TOO_LARGE: the topic's limit is read
-// again next session, and the event becomes a suspect.
-func (l *limits) refused(topic, eventID string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.byTopic, topic)
-	l.suspects[eventID]++
-}
-
-// refusals is how often the broker refused the event as too large.
-func (l *limits) refusals(eventID string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.suspects[eventID]
-}
-
-// anyRefused reports whether the broker refused any event as too large, so a
-// session without suspects skips the per-event refusals lookup.
-func (l *limits) anyRefused() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.suspects) > 0
 }
 
 // topics makes sure the topics a session writes to exist, and learns their
@@ -120,7 +97,7 @@ func (t *topics) ensure(ctx context.Context, topic string) error {
 	if t.ensured[topic] {
 		return nil
 	}
-	if problem := TopicProblem(topic); problem != "" {
+	if problem := outbox.TopicProblem(topic); problem != "" {
 		return &RejectError{Reason: problem}
 	}
 	if err := t.exist(ctx, topic); err != nil {
@@ -230,7 +207,7 @@ type topicConf struct {
 
 func (t *topics) topicConfig(topic string) (topicConf, error) {
 	var c topicConf
-	entries, err := t.admin.DescribeConfig(sarama.ConfigResource{
+	entries, err := kafka.DescribeConfig(t.admin, sarama.ConfigResource{
 		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes", "min.insync.replicas"},
 	})
 	if err != nil {
@@ -336,45 +313,5 @@ func (t *topics) describe(topic string) (bool, error) {
 	return false, nil
 }
 
-// maxTopicLen is Kafka's limit on a topic name (249) less room for the
-// worker's dead-letter topic "<topic>.dlq": a longer topic could be published
-// but its dead letters could not.
-const maxTopicLen = 249 - len(".dlq")
-
-// TopicProblem says why name cannot be a topic the relay produces to, or ""
-// when it can: Kafka's rules ([a-zA-Z0-9._-], not "." or "..")
-// plus the relay's own: at most 245 characters, to leave room for ".dlq",
-// and no names starting with "__", which Kafka keeps for
-// its internal topics (__consumer_offsets, __transaction_state, …).
-func TopicProblem(name string) string {
-	switch {
-	case name == "":
-		return "empty topic name (aggregate_type is empty and there is no --topic-prefix)"
-	case name == "." || name == "..":
-		return fmt.Sprintf("topic name %q is not allowed by Kafka", name)
-	case len(name) > maxTopicLen:
-		return fmt.Sprintf("topic name of %d characters is longer than %d (Kafka's 249 less room for the .dlq dead-letter topic)", len(name), maxTopicLen)
-	case strings.HasPrefix(name, "__"):
-		return fmt.Sprintf("topic name %q starts with \"__\", which Kafka keeps for internal topics", truncateName(name))
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			ch := fmt.Sprintf("%q", c)
-			if c < 0x20 || c >= 0x7f {
-				ch = fmt.Sprintf("byte %#02x", c)
-			}
-			return fmt.Sprintf("topic name %q has %s at byte %d: Kafka allows only ASCII letters, digits, '.', '_' and '-'", truncateName(name), ch, i)
-		}
-	}
-	return ""
-}
-
 // truncateName keeps reasons short when a hostile name is long.
-func truncateName(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "…"
-	}
-	return s
-}
+func truncateName(s string) string { return outbox.TruncateName(s) }

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -10,8 +9,10 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventforge/eventforge/internal/fielderr"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // Defaults of Config; a zero field takes its default.
@@ -27,44 +28,57 @@ const (
 	DefaultSessionTimeout = 10 * time.Second
 )
 
-// Config configures a Runner. Zero fields take the defaults above.
+// Config configures a Runner. Start from DefaultConfig, set the required
+// fields (Kafka.Brokers, Group, Topics), then New validates it; a zero field
+// takes its default (the constants above).
 type Config struct {
-	Kafka kafka.Config
+	// Kafka is the brokers and their security. Required: Kafka.Brokers.
+	Kafka kafkaconf.Config
 	// Group is the Kafka consumer group; its members share the partitions.
+	// Required.
 	Group string
 	// Consumer names this worker in processed_events (the inbox): events
-	// are applied once per consumer. Defaults to Group.
+	// are applied once per consumer. Default: Group.
 	Consumer string
-	// Topics to consume. Each topic T dead-letters to T.dlq.
+	// Topics to consume. Each topic T dead-letters to T.dlq. Required.
 	Topics []string
 
 	// MaxAttempts bounds the attempts in all (the first included) before a
-	// failing event is dead-lettered.
+	// failing event is dead-lettered. Default: DefaultMaxAttempts (5).
 	MaxAttempts int
 	// RetryBackoff is the first wait between attempts; each further wait
-	// doubles, up to MaxBackoff, with jitter.
+	// doubles, up to MaxBackoff, with jitter. Default: DefaultRetryBackoff
+	// (200 ms).
 	RetryBackoff time.Duration
-	MaxBackoff   time.Duration
+	// MaxBackoff is the longest wait between attempts, at least
+	// RetryBackoff. Default: DefaultMaxBackoff (30 s).
+	MaxBackoff time.Duration
 	// MaxRetryTime bounds the time spent retrying one event; the time its
-	// partition waits out a database outage does not count.
+	// partition waits out a database outage does not count. Default:
+	// DefaultMaxRetryTime (2 min).
 	MaxRetryTime time.Duration
 	// BatchSize is the most messages of one partition applied in one
 	// transaction. Batches take only what has already arrived, so they add
-	// no latency. 1 applies one by one.
+	// no latency. 1 applies one by one. Default: DefaultBatchSize (500).
 	BatchSize int
 	// BatchBytes bounds a batch by the bytes of its records' keys and
 	// values; a batch holds at least one record whatever its size.
+	// Default: DefaultBatchBytes (1 MiB).
 	BatchBytes int
-	// ApplyTimeout bounds one transaction.
+	// ApplyTimeout bounds one transaction. Default: DefaultApplyTimeout
+	// (30 s).
 	ApplyTimeout time.Duration
 	// CommitInterval is how often marked offsets are committed to Kafka.
+	// Default: DefaultCommitInterval (1 s).
 	CommitInterval time.Duration
 	// SessionTimeout is how long the group waits for a silent member before
-	// moving its partitions.
+	// moving its partitions. Default: DefaultSessionTimeout (10 s).
 	SessionTimeout time.Duration
 
-	Logger     *slog.Logger          // default: discard
-	Registerer prometheus.Registerer // default: a private registry
+	// Logger receives the Runner's logs. Default: a logger that discards.
+	Logger *slog.Logger
+	// Registerer takes the Runner's metrics. Default: a private registry.
+	Registerer prometheus.Registerer
 
 	hooks hooks // test seams; zero in production
 }
@@ -76,6 +90,19 @@ type hooks struct {
 	afterCommit func(evs []Event) error
 	// beforeDeadLetter runs before a dead letter is produced.
 	beforeDeadLetter func(m *sarama.ConsumerMessage)
+}
+
+// DefaultConfig returns a Config with every default set: a caller sets
+// Kafka, Group and Topics (required) and changes what it needs, then New
+// validates it. Consumer defaults to Group, Logger to a discarding logger
+// and Registerer to a private registry, all set by New.
+func DefaultConfig() Config { return Config{}.withDefaults().unsetDerived() }
+
+// unsetDerived clears the defaults that New derives per call, so a
+// DefaultConfig carries no shared logger, registry or consumer name.
+func (c Config) unsetDerived() Config {
+	c.Consumer, c.Logger, c.Registerer = "", nil, nil
+	return c
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -112,47 +139,46 @@ func setDefault[T int | time.Duration](v *T, def T) {
 // waiting for the database.
 func (c Config) Check() error { return c.withDefaults().Validate() }
 
-// Validate reports a configuration that cannot work. It checks the values
-// as given, so call it on a Config with its defaults applied (New does).
+// Validate reports every problem of a configuration that cannot work, at
+// once (errors.Join), each naming its field ("Config.Group: required"). It
+// checks the values as given, so call it on a Config with its defaults
+// applied (DefaultConfig; New applies them).
 func (c Config) Validate() error {
-	if err := c.Kafka.Validate(); err != nil {
-		return err
-	}
-	var errs []error
+	errs := []error{c.Kafka.Validate()}
 	if c.Group == "" {
-		errs = append(errs, errors.New("no consumer group: set --group"))
+		errs = append(errs, fielderr.New("Config.Group", "required"))
 	}
 	if len(c.Topics) == 0 {
-		errs = append(errs, errors.New("no topics: set --topics"))
+		errs = append(errs, fielderr.New("Config.Topics", "required"))
 	}
 	for _, t := range c.Topics {
 		if t == "" || strings.ContainsAny(t, " ,") {
-			errs = append(errs, fmt.Errorf("invalid topic name %q", t))
+			errs = append(errs, fielderr.New("Config.Topics", "invalid topic name %q", t))
 		}
 		if strings.HasSuffix(t, outbox.DLQSuffix) {
-			errs = append(errs, fmt.Errorf("topic %q is a dead-letter topic: consume the original topic, replay with dlq replay", t))
+			errs = append(errs, fielderr.New("Config.Topics", "topic %q is a dead-letter topic: consume the original topic, replay with dlq replay", t))
 		}
 	}
 	errs = append(errs,
-		positive("--max-attempts", c.MaxAttempts),
-		positive("--batch-size", c.BatchSize),
-		positive("--batch-bytes", c.BatchBytes),
-		positive("--retry-backoff", c.RetryBackoff),
-		positive("max backoff", c.MaxBackoff),
-		positive("--max-retry-time", c.MaxRetryTime),
-		positive("apply timeout", c.ApplyTimeout),
-		positive("commit interval", c.CommitInterval),
-		positive("session timeout", c.SessionTimeout),
+		positive("Config.MaxAttempts", c.MaxAttempts),
+		positive("Config.BatchSize", c.BatchSize),
+		positive("Config.BatchBytes", c.BatchBytes),
+		positive("Config.RetryBackoff", c.RetryBackoff),
+		positive("Config.MaxBackoff", c.MaxBackoff),
+		positive("Config.MaxRetryTime", c.MaxRetryTime),
+		positive("Config.ApplyTimeout", c.ApplyTimeout),
+		positive("Config.CommitInterval", c.CommitInterval),
+		positive("Config.SessionTimeout", c.SessionTimeout),
 	)
 	if c.MaxBackoff < c.RetryBackoff {
-		errs = append(errs, fmt.Errorf("max backoff %s is below --retry-backoff %s", c.MaxBackoff, c.RetryBackoff))
+		errs = append(errs, fielderr.New("Config.MaxBackoff", "%s is below Config.RetryBackoff %s", c.MaxBackoff, c.RetryBackoff))
 	}
 	return errors.Join(errs...)
 }
 
-func positive[T int | time.Duration](name string, v T) error {
+func positive[T int | time.Duration](field string, v T) error {
 	if v <= 0 {
-		return fmt.Errorf("%s must be positive, got %v", name, v)
+		return fielderr.New(field, "must be positive, got %v", v)
 	}
 	return nil
 }

@@ -48,16 +48,16 @@ func TestConfigValidate(t *testing.T) {
 		change func(*Config)
 		want   string
 	}{
-		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "no Kafka brokers"},
-		{"no group", func(c *Config) { c.Group = "" }, "no consumer group"},
-		{"no topics", func(c *Config) { c.Topics = nil }, "no topics"},
+		{"no brokers", func(c *Config) { c.Kafka.Brokers = nil }, "Config.Kafka.Brokers: required"},
+		{"no group", func(c *Config) { c.Group = "" }, "Config.Group: required"},
+		{"no topics", func(c *Config) { c.Topics = nil }, "Config.Topics: required"},
 		{"empty topic", func(c *Config) { c.Topics = []string{""} }, "invalid topic"},
 		{"dlq topic", func(c *Config) { c.Topics = []string{"orders.dlq"} }, "dead-letter topic"},
-		{"negative attempts", func(c *Config) { c.MaxAttempts = -1 }, "--max-attempts"},
-		{"negative batch", func(c *Config) { c.BatchSize = -5 }, "--batch-size"},
-		{"negative batch bytes", func(c *Config) { c.BatchBytes = -1 }, "--batch-bytes"},
-		{"negative backoff", func(c *Config) { c.RetryBackoff = -time.Second }, "--retry-backoff"},
-		{"max below first backoff", func(c *Config) { c.RetryBackoff = time.Minute; c.MaxBackoff = time.Second }, "below --retry-backoff"},
+		{"negative attempts", func(c *Config) { c.MaxAttempts = -1 }, "Config.MaxAttempts: must be positive"},
+		{"negative batch", func(c *Config) { c.BatchSize = -5 }, "Config.BatchSize: must be positive"},
+		{"negative batch bytes", func(c *Config) { c.BatchBytes = -1 }, "Config.BatchBytes: must be positive"},
+		{"negative backoff", func(c *Config) { c.RetryBackoff = -time.Second }, "Config.RetryBackoff: must be positive"},
+		{"max below first backoff", func(c *Config) { c.RetryBackoff = time.Minute; c.MaxBackoff = time.Second }, "Config.MaxBackoff: 1s is below Config.RetryBackoff 1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,5 +126,28 @@ func TestSamePartitioner(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("Partition(orig %d, n %d) = %d, %v; want %d", tt.orig, tt.n, got, err, tt.want)
 		}
+	}
+}
+
+// TestValidateReportsEveryProblem: one Validate names every field at fault,
+// one per line, so a user fixes them in one go.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxAttempts, c.Topics = -1, []string{"orders.dlq"}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate() = nil")
+	}
+	for _, want := range []string{"Config.Kafka.Brokers: required", "Config.Group: required", `Config.Topics: topic "orders.dlq" is a dead-letter topic`, "Config.MaxAttempts: must be positive, got -1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v\nwant a line %q", err, want)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 4 {
+		t.Errorf("Validate() has %d lines, want 4:\n%v", n, err)
+	}
+	c.Kafka.Brokers, c.Group, c.Topics, c.MaxAttempts = []string{"localhost:9092"}, "g", []string{"orders"}, DefaultMaxAttempts
+	if err := c.Validate(); err != nil {
+		t.Fatalf("DefaultConfig with the required fields: %v", err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/worker"
+	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // A handler that ships orders. It runs inside the inbox transaction: the
@@ -44,7 +44,7 @@ func Example() {
 	})
 
 	runner, err := worker.New(worker.Config{
-		Kafka:  kafka.Config{Brokers: kafka.ParseBrokers(os.Getenv("EVENTFORGE_KAFKA_BROKERS"))},
+		Kafka:  kafkaconf.Config{Brokers: kafkaconf.ParseBrokers(os.Getenv("EVENTFORGE_KAFKA_BROKERS"))},
 		Group:  "shipping",
 		Topics: []string{"orders"},
 		Logger: slog.Default(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -176,7 +177,7 @@ func applyBatchTx(ctx context.Context, db DB, consumer string, h Handler, evs []
 func insertAllInbox(ctx context.Context, tx pgx.Tx, consumer string, ids []pgtype.UUID) (map[uuid.UUID]struct{}, error) {
 	if _, err := tx.Exec(ctx, insertInboxAll, consumer, ids); err != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: a row exists or repeats
+		if errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation { // unique_violation: a row exists or repeats
 			return nil, fmt.Errorf("%w: %w", errInboxConflict, err)
 		}
 		return nil, fmt.Errorf("insert inbox rows: %w", err)

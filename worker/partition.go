@@ -267,16 +267,13 @@ func messageAttrs(m *sarama.ConsumerMessage) []any {
 	}
 	var traceparent string
 	for _, h := range m.Headers {
-		if h != nil && string(h.Key) == traceparentHeader {
+		if h != nil && string(h.Key) == outbox.HeaderTraceparent {
 			traceparent = string(h.Value)
 		}
 	}
 	attrs = append(attrs, "aggregate_id", string(m.Key))
 	if traceparent != "" {
-		attrs = append(attrs, traceparentHeader, traceparent)
+		attrs = append(attrs, outbox.HeaderTraceparent, traceparent)
 	}
 	return attrs
 }
-
-// traceparentHeader is the W3C trace context header (see messageAttrs).
-const traceparentHeader = "traceparent"

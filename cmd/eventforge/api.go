@@ -50,7 +50,7 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 				return err
 			}
 			if err := cfg.Validate(); err != nil { // before connecting anywhere
-				return err
+				return asFlags(err, apiFlagNames())
 			}
 			guard, err := privileges.API().Verify(cmd.Context(), pg.url, log)
 			if err != nil {

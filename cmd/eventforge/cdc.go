@@ -147,7 +147,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			ready := &ops.Readiness{}
 			relay, err := cdc.New(cfg, log, reg, ready)
 			if err != nil {
-				return err
+				return asFlags(err, relayFlagNames())
 			}
 			needs := privileges.Relay(cfg.HeartbeatInterval > 0)
 			needs.Replication = replication

@@ -53,7 +53,7 @@ func (f *dlqFlags) read(ctx context.Context) ([]dlq.Letter, error) {
 		return nil, err
 	}
 	if err := kc.Validate(); err != nil {
-		return nil, err
+		return nil, asFlags(err, kafkaFlagNames())
 	}
 	sc := kc.Base()
 	sc.Metadata.AllowAutoTopicCreation = false

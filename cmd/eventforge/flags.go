@@ -67,7 +67,7 @@ func (k *kafkaFlags) config(clientID string) (kafka.Config, error) {
 		return kafka.Config{}, err
 	}
 	if err := sec.Validate(); err != nil { // before any connection, PostgreSQL's included
-		return kafka.Config{}, err
+		return kafka.Config{}, asFlags(err, kafkaFlagNames())
 	}
 	return kafka.Config{Brokers: kafka.ParseBrokers(k.brokers), ClientID: clientID, Security: sec}, nil
 }

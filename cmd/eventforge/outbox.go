@@ -58,7 +58,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
-				return err
+				return asFlags(err, relayFlagNames())
 			}
 			res, err := cdc.Republish(cmd.Context(), cfg, from, to, log)
 			fmt.Fprintf(cmd.OutOrStdout(), "republished %d events, rejected %d\n", res.Published, res.Rejected)

@@ -509,7 +509,7 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "both passwords", args: []string{"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password", "pw", "--kafka-sasl-password-file", pwFile}, wantErr: "exclude each other"},
 		{name: "no password", args: []string{"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u"}, wantErr: "needs a password"},
 		{name: "password without mechanism", args: []string{"--kafka-sasl-password", "pw"}, wantErr: "without --kafka-sasl-mechanism"},
-		{name: "unknown mechanism", args: []string{"--kafka-sasl-mechanism", "GSSAPI", "--kafka-sasl-user", "u", "--kafka-sasl-password", "pw"}, wantErr: "invalid --kafka-sasl-mechanism"},
+		{name: "unknown mechanism", args: []string{"--kafka-sasl-mechanism", "GSSAPI", "--kafka-sasl-user", "u", "--kafka-sasl-password", "pw"}, wantErr: "--kafka-sasl-mechanism: invalid mechanism"},
 		{name: "oauth token file", args: []string{"--kafka-sasl-mechanism", "oauthbearer", "--kafka-oauth-token-file", pwFile},
 			wantSASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: pwFile}},
 		{name: "oauth token command twin", env: []string{"EVENTFORGE_KAFKA_SASL_MECHANISM=OAUTHBEARER", "EVENTFORGE_KAFKA_OAUTH_TOKEN_COMMAND=get-token"},

@@ -102,7 +102,7 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg
 	if err := cfg.Check(); err != nil {
-		return err
+		return asFlags(err, workerFlagNames())
 	}
 
 	var spec *sqlhandler.Spec
@@ -173,7 +173,7 @@ func startWorker(ctx context.Context, f *workerRunFlags, cfg worker.Config, pool
 	}
 	runner, err := worker.New(cfg, pool, handler)
 	if err != nil {
-		return nil, guard, err
+		return nil, guard, asFlags(err, workerFlagNames())
 	}
 	return runner, guard, nil
 }

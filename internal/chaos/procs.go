@@ -89,13 +89,6 @@ func (m *member) kill() bool {
 	return m.cmd.Process.Signal(syscall.SIGKILL) == nil
 }
 
-// running reports whether a process runs now.
-func (m *member) running() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.cmd != nil
-}
-
 // stop sends SIGTERM and waits for run to return (SIGKILL after 30s).
 func (m *member) stop(cancel context.CancelFunc) {
 	m.mu.Lock()

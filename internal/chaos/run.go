@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // Report is the JSON report of a run.
@@ -328,7 +329,7 @@ func prepare(ctx context.Context, bin, dbURL string, brokers []string, topic, sl
 		return fmt.Errorf("connect Kafka admin: %w", err)
 	}
 	defer admin.Close()
-	for _, t := range []string{topic, topic + ".dlq"} {
+	for _, t := range []string{topic, topic + outbox.DLQSuffix} {
 		if err := admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: 6, ReplicationFactor: 1}, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("create topic %s: %w", t, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // Advisory lock keys of the demo's two gates. The console holds a gate with
@@ -123,7 +124,7 @@ func (d *demo) setup(ctx context.Context) error {
 		return fmt.Errorf("install demo gates: %w", err)
 	}
 	d.gate = conn
-	if err := createTopics(d.cfg.Kafka.Brokers, d.topic(), d.topic()+".dlq"); err != nil {
+	if err := createTopics(d.cfg.Kafka.Brokers, d.topic(), d.topic()+outbox.DLQSuffix); err != nil {
 		return err
 	}
 	d.handlers = filepath.Join(d.dir, "handlers.yaml")
@@ -275,7 +276,7 @@ func (d *demo) close(ctx context.Context) {
 	if d.dbURL != "" {
 		dropDatabase(ctx, d.cfg.PGURL, d.dbName, d.slot)
 	}
-	deleteTopics(d.cfg.Kafka.Brokers, d.topic(), d.topic()+".dlq")
+	deleteTopics(d.cfg.Kafka.Brokers, d.topic(), d.topic()+outbox.DLQSuffix)
 }
 
 // withAppName sets application_name in a PostgreSQL URL.

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -219,5 +218,3 @@ func until(ctx context.Context, what string, cond func(context.Context) (bool, e
 		}
 	}
 }
-
-var errStopped = errors.New("run stopped")

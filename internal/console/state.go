@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // target is the pipeline the console looks at.
@@ -114,7 +115,7 @@ func (o *observer) kafkaFacts(f *Facts) error {
 	if f.Records, err = o.kafka.find(o.t.topic, f.Partition, f.EventID); err != nil {
 		return err
 	}
-	f.DeadLetters, _ = o.kafka.findAll(o.t.topic+".dlq", f.EventID) // no dead-letter topic: none
+	f.DeadLetters, _ = o.kafka.findAll(o.t.topic+outbox.DLQSuffix, f.EventID) // no dead-letter topic: none
 	return nil
 }
 

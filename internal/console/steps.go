@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // stepFunc performs a step's real action and returns what it saw.
@@ -582,7 +584,7 @@ func replayed(ctx context.Context, r *run) ([]string, error) {
 		return nil, fmt.Errorf("create the missing order: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, r.d.cfg.Bin, "dlq", "replay", "--kafka-brokers", r.d.cfg.brokerList(),
-		"--topic", r.obs.t.topic+".dlq", "--event-id", r.eventID)
+		"--topic", r.obs.t.topic+outbox.DLQSuffix, "--event-id", r.eventID)
 	cmd.Env = childEnv("")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

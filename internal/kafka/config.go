@@ -2,13 +2,13 @@ package kafka
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/backoff"
+	"github.com/eventforge/eventforge/internal/fielderr"
 )
 
 // DefaultVersion is the protocol version EventForge speaks. Kafka 4 removed
@@ -23,17 +23,20 @@ type Config struct {
 	Security Security // TLS and SASL; the zero value is plaintext
 }
 
-// Validate reports a configuration that cannot work.
+// Validate reports every problem of a configuration that cannot work
+// (errors.Join), each naming its field as the Kafka field of a library's
+// Config ("Config.Kafka.Brokers: required").
 func (c Config) Validate() error {
+	var errs []error
 	if len(c.Brokers) == 0 {
-		return errors.New("no Kafka brokers: set --kafka-brokers")
+		errs = append(errs, fielderr.New("Config.Kafka.Brokers", "required"))
 	}
 	for _, b := range c.Brokers {
 		if !strings.Contains(b, ":") {
-			return fmt.Errorf("kafka broker %q is not host:port", b)
+			errs = append(errs, fielderr.New("Config.Kafka.Brokers", "kafka broker %q is not host:port", b))
 		}
 	}
-	return c.Security.Validate()
+	return errors.Join(append(errs, c.Security.Validate())...)
 }
 
 // ParseBrokers splits a comma-separated host:port list, dropping blanks.

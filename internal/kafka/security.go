@@ -10,6 +10,8 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/xdg-go/scram"
+
+	"github.com/eventforge/eventforge/internal/fielderr"
 )
 
 // SASL mechanisms EventForge speaks.
@@ -77,7 +79,7 @@ func (s *Security) Validate() error {
 		return err
 	}
 	if s.SASL.Mechanism == MechanismAWSMSKIAM && s.TLS == nil {
-		return errors.New("kafka SASL AWS_MSK_IAM needs TLS (Amazon MSK's IAM listener, port 9098): set --kafka-tls")
+		return fielderr.New("Config.Kafka.Security.TLS", "kafka SASL AWS_MSK_IAM needs TLS (Amazon MSK's IAM listener, port 9098)")
 	}
 	return nil
 }
@@ -85,17 +87,17 @@ func (s *Security) Validate() error {
 // Load reads and checks the PEM files; Validate calls it.
 func (t *TLSConfig) Load() error {
 	if (t.CertFile == "") != (t.KeyFile == "") {
-		return errors.New("kafka TLS: --kafka-tls-cert-file and --kafka-tls-key-file go together")
+		return fielderr.New("", "kafka TLS: Config.Kafka.Security.TLS.CertFile and Config.Kafka.Security.TLS.KeyFile go together")
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CAFile != "" {
 		pem, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			return fmt.Errorf("read kafka TLS CA file: %w", err)
+			return fielderr.Wrap("Config.Kafka.Security.TLS.CAFile", fmt.Errorf("read kafka TLS CA file: %w", err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("kafka TLS CA file %s holds no PEM certificate", t.CAFile)
+			return fielderr.New("Config.Kafka.Security.TLS.CAFile", "kafka TLS CA file %s holds no PEM certificate", t.CAFile)
 		}
 		tc.RootCAs = pool
 	}
@@ -103,7 +105,7 @@ func (t *TLSConfig) Load() error {
 		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 		if err != nil {
 			// The error names neither file's content, only what is wrong.
-			return fmt.Errorf("load kafka TLS client certificate %s: %w", t.CertFile, err)
+			return fielderr.Wrap("Config.Kafka.Security.TLS.CertFile", fmt.Errorf("load kafka TLS client certificate %s: %w", t.CertFile, err))
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}
@@ -120,41 +122,41 @@ func (s *SASLConfig) Validate() error {
 	case MechanismOAuthBearer, MechanismAWSMSKIAM:
 		return s.validateToken()
 	}
-	return fmt.Errorf("invalid --kafka-sasl-mechanism %q: want %s", s.Mechanism, strings.Join([]string{
+	return fielderr.New("Config.Kafka.Security.SASL.Mechanism", "invalid mechanism %q: want %s", s.Mechanism, strings.Join([]string{
 		MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512, MechanismOAuthBearer, MechanismAWSMSKIAM}, ", "))
 }
 
 func (s *SASLConfig) validatePassword() error {
 	if s.OAuthTokenFile != "" || s.OAuthTokenCommand != "" || s.AWSRegion != "" {
-		return fmt.Errorf("kafka SASL %s takes a user and a password, not --kafka-oauth-token-* or --kafka-aws-region", s.Mechanism)
+		return fielderr.New("Config.Kafka.Security.SASL", "kafka SASL %s takes a user and a password, not an OAuth token or an AWS region", s.Mechanism)
 	}
 	if s.User == "" {
-		return fmt.Errorf("kafka SASL %s needs a user: set --kafka-sasl-user", s.Mechanism)
+		return fielderr.New("Config.Kafka.Security.SASL.User", "kafka SASL %s needs a user", s.Mechanism)
 	}
 	if s.Password == "" {
-		return fmt.Errorf("kafka SASL %s needs a password: set --kafka-sasl-password or --kafka-sasl-password-file", s.Mechanism)
+		return fielderr.New("Config.Kafka.Security.SASL.Password", "kafka SASL %s needs a password", s.Mechanism)
 	}
 	return nil
 }
 
 func (s *SASLConfig) validateToken() error {
 	if s.User != "" || s.Password != "" {
-		return fmt.Errorf("kafka SASL %s takes no --kafka-sasl-user or password", s.Mechanism)
+		return fielderr.New("Config.Kafka.Security.SASL.User", "kafka SASL %s takes no user or password", s.Mechanism)
 	}
 	if s.Mechanism == MechanismAWSMSKIAM {
 		if s.OAuthTokenFile != "" || s.OAuthTokenCommand != "" {
-			return errors.New("kafka SASL AWS_MSK_IAM signs its own tokens: drop --kafka-oauth-token-file and --kafka-oauth-token-command")
+			return fielderr.New("", "kafka SASL AWS_MSK_IAM signs its own tokens: drop Config.Kafka.Security.SASL.OAuthTokenFile and Config.Kafka.Security.SASL.OAuthTokenCommand")
 		}
 		if s.AWSRegion == "" {
-			return errors.New("kafka SASL AWS_MSK_IAM needs the cluster's region: set --kafka-aws-region (or AWS_REGION)")
+			return fielderr.New("Config.Kafka.Security.SASL.AWSRegion", "kafka SASL AWS_MSK_IAM needs the cluster's region")
 		}
 		return nil
 	}
 	if s.AWSRegion != "" {
-		return errors.New("--kafka-aws-region is for --kafka-sasl-mechanism AWS_MSK_IAM")
+		return fielderr.New("Config.Kafka.Security.SASL.AWSRegion", "is for Config.Kafka.Security.SASL.Mechanism AWS_MSK_IAM")
 	}
 	if (s.OAuthTokenFile == "") == (s.OAuthTokenCommand == "") {
-		return errors.New("kafka SASL OAUTHBEARER needs exactly one of --kafka-oauth-token-file and --kafka-oauth-token-command")
+		return fielderr.New("", "kafka SASL OAUTHBEARER needs exactly one of Config.Kafka.Security.SASL.OAuthTokenFile and Config.Kafka.Security.SASL.OAuthTokenCommand")
 	}
 	return nil
 }

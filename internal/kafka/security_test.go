@@ -39,16 +39,16 @@ func TestSecurityValidate(t *testing.T) {
 		{"plain", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", User: "u", Password: secret}}, ""},
 		{"scram-256", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "SCRAM-SHA-256", User: "u", Password: secret}}, ""},
 		{"scram-512", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "SCRAM-SHA-512", User: "u", Password: secret}}, ""},
-		{"unknown mechanism", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "GSSAPI", User: "u", Password: secret}}, "invalid --kafka-sasl-mechanism"},
+		{"unknown mechanism", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "GSSAPI", User: "u", Password: secret}}, "Config.Kafka.Security.SASL.Mechanism: invalid mechanism"},
 		{"no user", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", Password: secret}}, "needs a user"},
 		{"no password", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", User: "u"}}, "needs a password"},
 		{"plain with a token file", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "PLAIN", User: "u", Password: secret, OAuthTokenFile: "/t"}}, "takes a user and a password"},
 		{"oauth token file", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/run/token"}}, ""},
 		{"oauth token command", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenCommand: "get-token"}}, ""},
-		{"oauth without a token", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER"}}, "exactly one of --kafka-oauth-token-file and --kafka-oauth-token-command"},
+		{"oauth without a token", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER"}}, "exactly one of Config.Kafka.Security.SASL.OAuthTokenFile and Config.Kafka.Security.SASL.OAuthTokenCommand"},
 		{"oauth with both", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", OAuthTokenCommand: "c"}}, "exactly one of"},
-		{"oauth with a password", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", Password: secret}}, "takes no --kafka-sasl-user or password"},
-		{"oauth with a region", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", AWSRegion: "eu-west-1"}}, "is for --kafka-sasl-mechanism AWS_MSK_IAM"},
+		{"oauth with a password", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", Password: secret}}, "Config.Kafka.Security.SASL.User: kafka SASL OAUTHBEARER takes no user or password"},
+		{"oauth with a region", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "OAUTHBEARER", OAuthTokenFile: "/t", AWSRegion: "eu-west-1"}}, "Config.Kafka.Security.SASL.AWSRegion: is for Config.Kafka.Security.SASL.Mechanism AWS_MSK_IAM"},
 		{"msk iam", kafka.Security{TLS: &kafka.TLSConfig{}, SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "eu-west-1"}}, ""},
 		{"msk iam without region", kafka.Security{TLS: &kafka.TLSConfig{}, SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM"}}, "needs the cluster's region"},
 		{"msk iam without TLS", kafka.Security{SASL: &kafka.SASLConfig{Mechanism: "AWS_MSK_IAM", AWSRegion: "eu-west-1"}}, "needs TLS"},
@@ -131,7 +131,10 @@ func converse(t *testing.T, client sarama.SCRAMClient, hash scram.HashGeneratorF
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := right.GetStoredCredentials(kf)
+	stored, err := right.GetStoredCredentialsWithError(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
 	server, err := hash.NewServer(func(string) (scram.StoredCredentials, error) { return stored, nil })
 	if err != nil {
 		t.Fatal(err)

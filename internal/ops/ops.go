@@ -21,7 +21,10 @@ import (
 
 // ReadyFunc reports nil when its component is ready, or why it is not. It must
 // return quickly and must not leak secrets into the error text.
-type ReadyFunc func(ctx context.Context) error
+//
+// An alias, so a consumer can declare the method it needs as
+// Add(string, func(context.Context) error) without importing this package.
+type ReadyFunc = func(ctx context.Context) error
 
 // Readiness collects named ReadyFuncs; it is ready when all of them are.
 type Readiness struct {

@@ -16,6 +16,14 @@ const (
 	HeaderAggregateType = "aggregate_type"
 )
 
+// W3C Trace Context header names. An outbox row's headers column may carry
+// them (the API writes them from its request); the relay and the worker log
+// the traceparent, so one trace id follows an event end to end.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
+)
+
 // Dead-letter header names fixed by the contract.
 const (
 	HeaderDLQError             = "x-eventforge-error"

@@ -143,9 +143,9 @@ func (r *Record) setValue(buf []byte, e *Event) error {
 	case e.NoPayload:
 		r.value = nil
 	case e.PayloadKind != PayloadJSON:
-		r.value = append(buf[len(buf):len(buf)], e.Payload...) // within capacity
+		r.value = append(buf[len(buf):], e.Payload...) // within capacity
 	default:
-		value := bytes.NewBuffer(buf[len(buf):len(buf)])
+		value := bytes.NewBuffer(buf[len(buf):])
 		if err := json.Compact(value, e.Payload); err != nil {
 			return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -88,7 +89,7 @@ func CheckStatements(ctx context.Context, conn *pgconn.PgConn, stmts []Statement
 		var pe *pgconn.PgError
 		switch {
 		case err == nil:
-		case errors.As(err, &pe) && pe.Code == codeInsufficientPrivilege:
+		case errors.As(err, &pe) && pe.Code == pgerrcode.InsufficientPrivilege:
 			denied = append(denied, StatementError{Name: st.Name, Err: pe})
 		case !errors.As(err, &pe):
 			return nil, fmt.Errorf("check privileges of %s: %w", st.Name, err)

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // DocRef is where the roles are explained.
 const DocRef = "see SECURITY.md#roles"
-
-// SQLSTATE insufficient_privilege.
-const codeInsufficientPrivilege = "42501"
 
 // ErrInsufficientPrivilege matches (errors.Is) every error of this package
 // that reports a missing privilege.
@@ -86,5 +84,5 @@ func (s Set) Explain(err error, role string) error {
 
 func isDenied(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == codeInsufficientPrivilege
+	return errors.As(err, &pe) && pe.Code == pgerrcode.InsufficientPrivilege
 }

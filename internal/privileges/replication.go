@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -93,9 +94,9 @@ func probeReplication(ctx context.Context, cfg *pgx.ConnConfig) (probe, error) {
 		return probeAccepted, nil
 	case !errors.As(err, &pe):
 		return probeInconclusive, err
-	case pe.Code == codeInsufficientPrivilege:
+	case pe.Code == pgerrcode.InsufficientPrivilege:
 		return probeRefused, err
-	case strings.HasPrefix(pe.Code, "28"):
+	case pgerrcode.IsInvalidAuthorizationSpecification(pe.Code):
 		return probeNotAllowed, err
 	}
 	return probeInconclusive, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,12 +21,6 @@ type Dropped struct {
 	Slot   *Slot        // the slot as it was just before the drop
 	Record *RelayRecord // its relay_state row
 }
-
-// SQLSTATEs of pg_drop_replication_slot that a concurrent client can cause.
-const (
-	sqlstateObjectInUse     = "55006" // became active since we looked
-	sqlstateUndefinedObject = "42704" // dropped by someone else since we looked
-)
 
 // Drop drops the slot named name and deletes its relay_state row, so that a
 // later `cdc run` creates a fresh slot instead of refusing to start. It
@@ -117,9 +112,9 @@ func dropError(name string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case sqlstateObjectInUse:
+		case pgerrcode.ObjectInUse: // became active since we looked
 			return fmt.Errorf("%w: %s", ErrSlotActive, pe.Message)
-		case sqlstateUndefinedObject:
+		case pgerrcode.UndefinedObject: // dropped by someone else since we looked
 			return fmt.Errorf("%w: %s (dropped concurrently)", ErrSlotNotFound, name)
 		}
 	}

@@ -138,3 +138,23 @@ func TestRelayRecords(t *testing.T) {
 		t.Fatalf("without relay_state: %v, %v; want none and no error", recs, err)
 	}
 }
+
+// TestRelayStateWriteNeverMovesBack writes a position, a lower one, then a
+// higher one through WriteRelayState and reads the row back with
+// ReadRelayRecord: the lower write must not move it back.
+func TestRelayStateWriteNeverMovesBack(t *testing.T) {
+	t.Parallel()
+	conn := connect(t, testenv.Shared(t).NewDatabase(t))
+	if _, ok, err := slots.ReadRelayRecord(t.Context(), conn, "s"); err != nil || ok {
+		t.Fatalf("no row yet: ok %v, %v", ok, err)
+	}
+	for _, step := range []struct{ write, want string }{{"0/2000", "0/2000"}, {"0/1000", "0/2000"}, {"0/3000", "0/3000"}} {
+		if err := slots.WriteRelayState(t.Context(), conn, "s", step.write); err != nil {
+			t.Fatal(err)
+		}
+		rec, ok, err := slots.ReadRelayRecord(t.Context(), conn, "s")
+		if err != nil || !ok || rec.Slot != "s" || rec.ConfirmedLSN != step.want || rec.UpdatedAt.IsZero() {
+			t.Fatalf("after writing %s: %+v, ok %v, %v; want %s", step.write, rec, ok, err, step.want)
+		}
+	}
+}

@@ -47,3 +47,33 @@ func hasRelayState(ctx context.Context, q Querier) (bool, error) {
 	}
 	return ok, nil
 }
+
+// ReadRelayRecord reads the relay_state row of slot; ok is false when there
+// is none. Unlike RelayRecords it needs the table (the relay runs on a
+// migrated database).
+func ReadRelayRecord(ctx context.Context, q Querier, slot string) (rec RelayRecord, ok bool, err error) {
+	rows, err := q.Query(ctx, "SELECT slot_name, confirmed_lsn::text, updated_at FROM relay_state WHERE slot_name = $1", slot)
+	if err != nil {
+		return rec, false, fmt.Errorf("read relay_state: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RelayRecord])
+	if err != nil {
+		return rec, false, fmt.Errorf("read relay_state: %w", err)
+	}
+	if len(recs) == 0 {
+		return rec, false, nil
+	}
+	return recs[0], true, nil
+}
+
+// WriteRelayState records lsn (a pg_lsn's text) as the position the relay
+// confirmed on slot; it never moves the row backwards.
+func WriteRelayState(ctx context.Context, q Querier, slot, lsn string) error {
+	_, err := q.Exec(ctx, `INSERT INTO relay_state (slot_name, confirmed_lsn, updated_at) VALUES ($1, $2::pg_lsn, now())
+		ON CONFLICT (slot_name) DO UPDATE SET confirmed_lsn = GREATEST(relay_state.confirmed_lsn, EXCLUDED.confirmed_lsn), updated_at = now()`,
+		slot, lsn)
+	if err != nil {
+		return fmt.Errorf("write relay_state: %w", err)
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -50,7 +51,7 @@ func prepare(ctx context.Context, conn *pgconn.PgConn, name, sql string, oids []
 // one is gone (DEALLOCATE ALL, DISCARD ALL), so they are prepared again.
 func forgetPrepared(conn *pgconn.PgConn, err error) {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "26000" { // invalid_sql_statement_name
+	if errors.As(err, &pe) && pe.Code == pgerrcode.InvalidSQLStatementName {
 		delete(conn.CustomData(), preparedKey)
 	}
 }
