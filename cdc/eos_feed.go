@@ -240,19 +240,12 @@ func (f *eosFeeder) failed(ctx context.Context, pe *sarama.ProducerError) error 
 	if !ok {
 		return fmt.Errorf("produce position record to %s: %w", f.topic, pe.Err)
 	}
-	class := classifyProduceError(pe.Err)
-	if class == produceTooLarge {
-		reason, err := f.ps.tooLarge(ctx, p, pe.Err)
-		if err != nil {
-			return err
-		}
-		p.reason, class = reason, produceReject
+	class, err := refusalClass(ctx, p, pe.Err, f.ps.tooLarge)
+	if err != nil {
+		return err
 	}
 	switch class {
 	case produceReject:
-		if p.reason == "" {
-			p.reason = fmt.Sprintf("the broker refused the record: %v", pe.Err)
-		}
 		if err := f.ps.reject(ctx, p); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -95,4 +96,24 @@ func fatalProduceHint(err error) string {
 		return "choose another --compression, then restart the relay"
 	}
 	return "fix the broker or relay configuration, then restart the relay"
+}
+
+// refusalClass classifies the broker's refusal err of p. A too-large
+// refusal becomes a rejection when tooLarge finds the record over its
+// topic's limit (else tooLarge's error ends the session); a rejection
+// without a reason of its own gets the broker's.
+func refusalClass(ctx context.Context, p *pending, err error,
+	tooLarge func(context.Context, *pending, error) (string, error)) (produceClass, error) {
+	class := classifyProduceError(err)
+	if class == produceTooLarge {
+		reason, terr := tooLarge(ctx, p, err)
+		if terr != nil {
+			return class, terr
+		}
+		p.reason, class = reason, produceReject
+	}
+	if class == produceReject && p.reason == "" {
+		p.reason = fmt.Sprintf("the broker refused the record: %v", err)
+	}
+	return class, nil
 }

@@ -139,19 +139,12 @@ func (d *dispatcher) settle(ctx context.Context, r produceResult) error {
 		return nil
 	}
 	d.hooks.failed(p, r.err)
-	class := classifyProduceError(r.err)
-	if class == produceTooLarge {
-		reason, err := d.hooks.tooLarge(ctx, p, r.err)
-		if err != nil {
-			return err
-		}
-		p.reason, class = reason, produceReject
+	class, err := refusalClass(ctx, p, r.err, d.hooks.tooLarge)
+	if err != nil {
+		return err
 	}
 	switch class {
 	case produceReject:
-		if p.reason == "" {
-			p.reason = fmt.Sprintf("the broker refused the record: %v", r.err)
-		}
 		if err := d.hooks.reject(ctx, p); err != nil {
 			return err
 		}
