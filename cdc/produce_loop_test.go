@@ -119,19 +119,9 @@ func TestRecordBehindARefusedOneWaits(t *testing.T) {
 				tooLarge:  func(context.Context, *pending, error) (string, error) { return "", errors.New("unexpected") },
 				failed:    func(*pending, error) {},
 			})
-			var drainers sync.WaitGroup
-			drainers.Add(2)
-			go func() { defer drainers.Done(); d.successes() }()
-			go func() { defer drainers.Done(); d.errors() }()
-			in := make(chan *pending, 2)
-			in <- testPending(topic, "k1", "A")
-			in <- testPending(topic, "k1", "B")
-			close(in)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			err := d.run(ctx, in, true)
-			prod.AsyncClose()
-			drainers.Wait()
+			err := runAB(ctx, d, prod, topic)
 			var fe *FatalError
 			switch {
 			case c.fatal && !errors.As(err, &fe):
@@ -149,6 +139,23 @@ func TestRecordBehindARefusedOneWaits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runAB runs d on two records of one key, A then B, with both result
+// channels drained, until both are settled; then it closes prod.
+func runAB(ctx context.Context, d *dispatcher, prod sarama.AsyncProducer, topic string) error {
+	var drainers sync.WaitGroup
+	drainers.Add(2)
+	go func() { defer drainers.Done(); d.successes() }()
+	go func() { defer drainers.Done(); d.errors() }()
+	in := make(chan *pending, 2)
+	in <- testPending(topic, "k1", "A")
+	in <- testPending(topic, "k1", "B")
+	close(in)
+	err := d.run(ctx, in, true)
+	prod.AsyncClose()
+	drainers.Wait()
+	return err
 }
 
 // testPending is a keyed record whose value is value.

@@ -82,19 +82,9 @@ func TestProducerSessionErrorPaths(t *testing.T) {
 				tooLarge: tooLarge,
 				failed:   func(*pending, error) {},
 			})
-			var drainers sync.WaitGroup
-			drainers.Add(2)
-			go func() { defer drainers.Done(); d.successes() }()
-			go func() { defer drainers.Done(); d.errors() }()
-			in := make(chan *pending, 2)
-			in <- testPending(topic, "k1", "A")
-			in <- testPending(topic, "k1", "B")
-			close(in)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			err := d.run(ctx, in, true)
-			prod.AsyncClose()
-			drainers.Wait()
+			err := runAB(ctx, d, prod, topic)
 			if ctx.Err() != nil {
 				t.Fatal("timed out")
 			}
