@@ -26,17 +26,8 @@ func startLoad(t *testing.T, url string) (*orderLoad, func()) {
 	l := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 3, keys: 4, pause: 2 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for w := range l.writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := l.writeStatements(ctx, url, w); err != nil {
-				l.mu.Lock()
-				l.errs = append(l.errs, err)
-				l.mu.Unlock()
-			}
-		}()
-	}
+	wg.Add(1)
+	go func() { defer wg.Done(); l.runWith(ctx, url, l.writeStatements) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

@@ -36,13 +36,17 @@ func (l *orderLoad) committed(keys []string, ids []uuid.UUID) {
 }
 
 // run writes until ctx ends; errors are kept for the test goroutine.
-func (l *orderLoad) run(ctx context.Context, url string) {
+func (l *orderLoad) run(ctx context.Context, url string) { l.runWith(ctx, url, l.write) }
+
+// runWith runs l.writers writers, each write(ctx, url, writer index), until
+// ctx ends; errors are kept for the test goroutine.
+func (l *orderLoad) runWith(ctx context.Context, url string, write func(context.Context, string, int) error) {
 	var wg sync.WaitGroup
 	for w := range l.writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := l.write(ctx, url, w); err != nil {
+			if err := write(ctx, url, w); err != nil {
 				l.mu.Lock()
 				l.errs = append(l.errs, err)
 				l.mu.Unlock()

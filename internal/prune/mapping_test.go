@@ -7,19 +7,13 @@ import (
 
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/prune"
-	"github.com/eventforge/eventforge/internal/slots/slotstest"
-	"github.com/eventforge/eventforge/internal/testenv"
 )
 
 // TestPruneHonoursTheMapping prunes an outbox with other names: its table,
 // its text event id and its created-at column, keeping a rejected event.
 func TestPruneHonoursTheMapping(t *testing.T) {
 	t.Parallel()
-	url := testenv.Shared(t).NewDatabase(t)
-	conn := connect(t, url)
-	slot := testenv.UniqueName("slot")
-	slotstest.Create(t, url, slot, true)
-	slotstest.KeepConfirming(t, url, slot)
+	_, conn, _ := confirmedDatabase(t)
 	exec(t, conn, `CREATE SCHEMA app`)
 	exec(t, conn, `CREATE TABLE app.events (id text PRIMARY KEY, kind text NOT NULL, ref text NOT NULL,
 		body bytea, written timestamptz NOT NULL)`)

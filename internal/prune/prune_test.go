@@ -31,11 +31,7 @@ func logBatches(t testing.TB, conn *pgx.Conn) {
 
 func TestPruneDeletesOldRowsInBatchesOfShortTransactions(t *testing.T) {
 	t.Parallel()
-	url := testenv.Shared(t).NewDatabase(t)
-	conn := connect(t, url)
-	slot := testenv.UniqueName("slot")
-	slotstest.Create(t, url, slot, true)
-	slotstest.KeepConfirming(t, url, slot)
+	_, conn, slot := confirmedDatabase(t)
 	logBatches(t, conn)
 
 	insertRows(t, conn, 2300, 2*day)
@@ -74,11 +70,7 @@ func TestPruneDeletesOldRowsInBatchesOfShortTransactions(t *testing.T) {
 
 func TestPruneNeitherBlocksNorWaitsForWriters(t *testing.T) {
 	t.Parallel()
-	url := testenv.Shared(t).NewDatabase(t)
-	conn := connect(t, url)
-	slot := testenv.UniqueName("slot")
-	slotstest.Create(t, url, slot, true)
-	slotstest.KeepConfirming(t, url, slot)
+	url, conn, _ := confirmedDatabase(t)
 	insertRows(t, conn, 3000, 2*day)
 
 	// Another transaction holds one old row locked for the whole prune.
@@ -151,11 +143,7 @@ func TestPruneNeitherBlocksNorWaitsForWriters(t *testing.T) {
 
 func TestPruneDryRunDeletesNothing(t *testing.T) {
 	t.Parallel()
-	url := testenv.Shared(t).NewDatabase(t)
-	conn := connect(t, url)
-	slot := testenv.UniqueName("slot")
-	slotstest.Create(t, url, slot, true)
-	slotstest.KeepConfirming(t, url, slot)
+	_, conn, _ := confirmedDatabase(t)
 	insertRows(t, conn, 120, 3*day)
 	insertRows(t, conn, 7, time.Hour)
 
@@ -275,4 +263,17 @@ func TestPruneBesideAStreamingWalsender(t *testing.T) {
 	if res.Deleted != 30 {
 		t.Fatalf("deleted %d, want 30", res.Deleted)
 	}
+}
+
+// confirmedDatabase is a fresh migrated database with a slot whose
+// confirmed position keeps up with the WAL, so the relay guard lets prune
+// delete what is old enough.
+func confirmedDatabase(t *testing.T) (url string, conn *pgx.Conn, slot string) {
+	t.Helper()
+	url = testenv.Shared(t).NewDatabase(t)
+	conn = connect(t, url)
+	slot = testenv.UniqueName("slot")
+	slotstest.Create(t, url, slot, true)
+	slotstest.KeepConfirming(t, url, slot)
+	return url, conn, slot
 }
