@@ -315,7 +315,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, rejected
 	drained := ps.startDrainers()
 	dec := r.decoder()
-	dec.SetPayloadKind(outbox.KindOf(r.catalog.Types[r.cfg.Mapping.Payload]))
+	dec.SetPayloadType(r.catalog.Types[r.cfg.Mapping.Payload])
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
 		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.cfg.Mapping),

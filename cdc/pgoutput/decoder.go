@@ -77,7 +77,8 @@ type Decoder struct {
 	extras        []outbox.Extra    // extra columns carried as headers
 	tombstone     bool              // a NULL payload is a record without a value
 	kind          outbox.PayloadKind
-	kindSet       bool // kind overrides the payload column's type OID
+	jsonChecked   bool // with kindSet: the payload is JSON the server validated
+	kindSet       bool // kind and jsonChecked override the payload column's type OID
 	relations     map[uint32]*relation
 	interned      map[string]string
 
@@ -128,10 +129,13 @@ func NewMappedDecoder(m *outbox.Mapping) (*Decoder, error) {
 	}, nil
 }
 
-// SetPayloadKind makes the decoder read the payload as kind whatever the
-// column's type OID says: for a domain over bytea or text, which the
-// catalog check resolves (outbox.KindOf).
-func (d *Decoder) SetPayloadKind(kind outbox.PayloadKind) { d.kind, d.kindSet = kind, true }
+// SetPayloadType makes the decoder read the payload as a column of base
+// type typ (a type name, as outbox.Catalog.Types has it) whatever the
+// column's type OID says: for a domain, which the catalog check resolves
+// to its base type (outbox.KindOf, outbox.CheckedJSON).
+func (d *Decoder) SetPayloadType(typ string) {
+	d.kind, d.jsonChecked, d.kindSet = outbox.KindOf(typ), outbox.CheckedJSON(typ), true
+}
 
 // BorrowEvents makes Decode return the same Event every time, with a
 // Payload that aliases the message buffer: both are valid only until the

@@ -55,16 +55,18 @@ func TestMappedDecoderReadsColumnsByName(t *testing.T) {
 		payload  col
 		want     []byte
 		wantKind outbox.PayloadKind
+		checked  bool // the server validated the JSON
 		noValue  bool
 		oid      uint32
 	}{
-		{"bytea not UTF-8", txt(`\xff00fe`), []byte{0xff, 0x00, 0xfe}, outbox.PayloadBinary, false, oidBytea},
-		{"bytea empty", txt(`\x`), []byte{}, outbox.PayloadBinary, false, oidBytea},
-		{"bytea escape format", txt(`\377\000\376a\\b`), []byte{0xff, 0x00, 0xfe, 'a', '\\', 'b'}, outbox.PayloadBinary, false, oidBytea},
-		{"text", txt("plain words"), []byte("plain words"), outbox.PayloadText, false, oidText},
-		{"jsonb", txt(`{"a": 1}`), []byte(`{"a": 1}`), outbox.PayloadJSON, false, 3802},
-		{"json", txt(`[1,  2]`), []byte(`[1,  2]`), outbox.PayloadJSON, false, 114},
-		{"null tombstone", null, nil, outbox.PayloadBinary, true, oidBytea},
+		{"bytea not UTF-8", txt(`\xff00fe`), []byte{0xff, 0x00, 0xfe}, outbox.PayloadBinary, false, false, oidBytea},
+		{"bytea empty", txt(`\x`), []byte{}, outbox.PayloadBinary, false, false, oidBytea},
+		{"bytea escape format", txt(`\377\000\376a\\b`), []byte{0xff, 0x00, 0xfe, 'a', '\\', 'b'}, outbox.PayloadBinary, false, false, oidBytea},
+		{"text", txt("plain words"), []byte("plain words"), outbox.PayloadText, false, false, oidText},
+		{"jsonb", txt(`{"a": 1}`), []byte(`{"a": 1}`), outbox.PayloadJSON, true, false, oidJSONB},
+		{"json", txt(`[1,  2]`), []byte(`[1,  2]`), outbox.PayloadJSON, true, false, oidJSON},
+		{"domain: JSON not checked", txt(`[1,  2]`), []byte(`[1,  2]`), outbox.PayloadJSON, false, false, 16400},
+		{"null tombstone", null, nil, outbox.PayloadBinary, false, true, oidBytea},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,6 +90,9 @@ func TestMappedDecoderReadsColumnsByName(t *testing.T) {
 				}
 				if !bytes.Equal(e.Payload, tc.want) || e.PayloadKind != tc.wantKind || e.NoPayload != tc.noValue {
 					t.Fatalf("payload %q kind %d noPayload %v, want %q kind %d %v", e.Payload, e.PayloadKind, e.NoPayload, tc.want, tc.wantKind, tc.noValue)
+				}
+				if e.JSONChecked != tc.checked {
+					t.Fatalf("JSONChecked = %v, want %v", e.JSONChecked, tc.checked)
 				}
 				if e.Headers["x-tenant"] != "acme" || len(e.Headers) != 1 {
 					t.Fatalf("headers %v", e.Headers)

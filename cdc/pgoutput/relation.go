@@ -60,6 +60,8 @@ const (
 	oidText    = 25
 	oidVarchar = 1043
 	oidBpchar  = 1042
+	oidJSON    = 114
+	oidJSONB   = 3802
 )
 
 // relation is what a Relation message told us about one table.
@@ -72,6 +74,7 @@ type relation struct {
 	// extras[i] is the extra header index of column i, or -1.
 	extras      []int
 	payloadKind outbox.PayloadKind
+	jsonChecked bool // the payload column is json or jsonb: the server validated it
 }
 
 // decodeRelation reads a Relation message (after its type byte).
@@ -98,6 +101,7 @@ func (d *Decoder) decodeRelation(r *reader) error {
 			rel.extras = append(rel.extras, d.extraOf(col))
 			if f == fieldPayload {
 				rel.payloadKind = payloadKind(oid)
+				rel.jsonChecked = oid == oidJSON || oid == oidJSONB
 			}
 		}
 	}

@@ -73,9 +73,9 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 			AggregateType: string(vals[fieldAggregateType].data), Reason: err.Error()}
 	}
 	headers = d.extraHeaders(headers)
-	kind := rel.payloadKind
+	kind, checked := rel.payloadKind, rel.jsonChecked
 	if d.kindSet {
-		kind = d.kind
+		kind, checked = d.kind, d.jsonChecked
 	}
 	payload, err := d.payload(vals[fieldPayload], kind)
 	if err != nil {
@@ -93,6 +93,7 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 		EventType:     d.intern(vals[fieldEventType].data),
 		Payload:       payload,
 		PayloadKind:   kind,
+		JSONChecked:   checked && kind == outbox.PayloadJSON,
 		NoPayload:     vals[fieldPayload].kind == tupleNull,
 		Headers:       headers,
 		CommitTime:    d.commitTime,

@@ -214,6 +214,7 @@ func (c *Catalog) Scan(rows pgx.Rows) (Row, error) {
 		r.Event.EventType = *typ
 	}
 	r.Event.Payload, r.Event.PayloadKind = payload, kind
+	r.Event.JSONChecked = kind == PayloadJSON && CheckedJSON(c.Types[c.Payload])
 	if payload == nil {
 		if c.NullPayload == NullPayloadTombstone {
 			r.Event.NoPayload = true

@@ -45,6 +45,7 @@ type Event struct {
 	EventType     string
 	Payload       []byte            // JSON text, other text, or bytes: see PayloadKind
 	PayloadKind   PayloadKind       // what Payload holds; zero: JSON
+	JSONChecked   bool              // a JSON payload the server validated (a json or jsonb column): compacted without a second check
 	NoPayload     bool              // a NULL payload under the tombstone policy: a record without a value
 	Headers       map[string]string // the string entries of the headers column
 	CommitTime    time.Time         // the transaction's commit time; zero when unknown

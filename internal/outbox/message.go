@@ -136,14 +136,16 @@ func (r *Record) build(e *Event, topic string) error {
 }
 
 // setValue appends the payload to buf as the record's value: JSON compacted
-// (compaction never lengthens JSON, so it stays inside buf's capacity), text
-// and bytes as they are.
+// (compaction never lengthens JSON, so it stays inside buf's capacity; JSON
+// the server checked is not validated again), text and bytes as they are.
 func (r *Record) setValue(buf []byte, e *Event) error {
 	switch {
 	case e.NoPayload:
 		r.value = nil
 	case e.PayloadKind != PayloadJSON:
 		r.value = append(buf[len(buf):], e.Payload...) // within capacity
+	case e.JSONChecked:
+		r.value = appendCompactChecked(buf[len(buf):], e.Payload)
 	default:
 		value := bytes.NewBuffer(buf[len(buf):])
 		if err := json.Compact(value, e.Payload); err != nil {
