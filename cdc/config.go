@@ -38,6 +38,10 @@ const (
 	DefaultMetricsAddr            = "" // like worker and api: set it to serve /healthz, /readyz, /metrics
 )
 
+// eosLinger is the exactly-once producer's linger when no flush setting is
+// given (see producerConfig).
+const eosLinger = 500 * time.Microsecond
+
 // eosProduceRetries bounds sarama's retries of a record in exactly-once
 // mode.
 const eosProduceRetries = 5
@@ -326,6 +330,14 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 		// retry in milliseconds, not sarama's 20-100 ms.
 		sc.Producer.Transaction.Retry.BackoffFunc = func(retries, _ int) time.Duration {
 			return backoff.Exponential(2*time.Millisecond, 100*time.Millisecond, retries)
+		}
+		if c.FlushBytes == 0 && c.FlushFrequency == 0 {
+			// A short linger lets a transaction's events and its
+			// position record, handed over microseconds apart, go out in
+			// one produce request after one AddPartitionsToTxn: sent as
+			// they come, the first event goes alone and the position
+			// after it, two more round trips before the commit.
+			sc.Producer.Flush.Frequency = eosLinger
 		}
 	}
 	return sc, nil
