@@ -71,12 +71,20 @@ func spreadNote(sp *Spread) string {
 		note += fmt.Sprintf("; CPU s/M %.1f to %.1f", *sp.CPUPerMMin, *sp.CPUPerMMax)
 	}
 	if sp.Failed > 0 {
-		note += fmt.Sprintf("; %d failed runs left out", sp.Failed)
+		note += fmt.Sprintf("; %s failed, left out", runsText(sp.Failed))
 	}
 	if sp.Outliers > 0 {
-		note = fmt.Sprintf("OUTLIERS: %d runs below half the median events/s; %s", sp.Outliers, note)
+		note = fmt.Sprintf("OUTLIERS: %s below half the median events/s; %s", runsText(sp.Outliers), note)
 	}
 	return note
+}
+
+// runsText is "1 run" or "n runs".
+func runsText(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }
 
 // values are the figures get finds in rows (nil: none).

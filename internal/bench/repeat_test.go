@@ -158,7 +158,7 @@ func TestWriteTableRepeats(t *testing.T) {
 	if !strings.Contains(lines[2], "OUTLIER: below half the median") || strings.Contains(lines[1], "OUTLIER") {
 		t.Errorf("outlier flags:\n%s", b.String())
 	}
-	if !strings.Contains(lines[4], "OUTLIERS: 1 runs below half the median events/s; median of 3 runs; events/s 5500 to 54000; CPU s/M 8.0 to 122.0") {
+	if !strings.Contains(lines[4], "OUTLIERS: 1 run below half the median events/s; median of 3 runs; events/s 5500 to 54000; CPU s/M 8.0 to 122.0") {
 		t.Errorf("summary note: %q", lines[4])
 	}
 	if !strings.Contains(lines[2], " 122.0 ") || !strings.Contains(lines[2], " 2.0 ") || !strings.Contains(lines[2], " 5.5 ") {
