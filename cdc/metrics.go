@@ -3,6 +3,7 @@ package cdc
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/slots"
 )
 
@@ -37,10 +38,14 @@ type metrics struct {
 	kafkaTxns       *prometheus.CounterVec // result
 	eosSkipped      prometheus.Counter
 	catchingUp      prometheus.Gauge
+	// produceRequests is the sarama metric registry of every producer
+	// session: eventforge_cdc_produce_requests_total reads it at scrape time.
+	produceRequests *kafka.ProduceRequests
 }
 
 func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 	m := &metrics{
+		produceRequests: kafka.NewProduceRequests(),
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventforge_cdc_events_published_total",
 			Help: "Outbox events the broker acknowledged, by topic.",
@@ -153,7 +158,7 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 		m.receivedLSN, m.inFlightEvents, m.inFlightBytes, m.sessions, m.sessionErrors,
 		m.heartbeatsSent, m.heartbeatsSeen, m.rejected, m.ignored, m.standby, m.streaming,
 		m.transactions, m.statusUpdates, m.backpressureSec, m.kafkaReachable,
-		m.kafkaTxns, m.eosSkipped, m.catchingUp,
+		m.kafkaTxns, m.eosSkipped, m.catchingUp, m.produceRequestsCounter(),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -169,6 +174,15 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 	}
 	m.slotGauges = g
 	return m, nil
+}
+
+// produceRequestsCounter reads the producers' request count from sarama's
+// own metrics, so sending a request costs the relay nothing more.
+func (m *metrics) produceRequestsCounter() prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "eventforge_cdc_produce_requests_total",
+		Help: "Produce requests sent to Kafka (the exactly-once mode's included); events published / requests is the records per request.",
+	}, func() float64 { return float64(m.produceRequests.Count()) })
 }
 
 // commitToAckBuckets are 0.5 ms steps up to 10 ms, where a p99 target is

@@ -68,12 +68,13 @@ type producerSession struct {
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
 
-func newProducerSession(ctx context.Context, cfg *Config, lim *limits) (*producerSession, error) {
+func newProducerSession(ctx context.Context, cfg *Config, lim *limits, reqs *kafka.ProduceRequests) (*producerSession, error) {
 	maxBytes := lim.current()
 	sc, err := cfg.producerConfig(maxBytes)
 	if err != nil {
 		return nil, err
 	}
+	sc.MetricRegistry = reqs.Registry() // counts the session's produce requests
 	client, err := connectKafka(ctx, cfg.Kafka.Brokers, sc)
 	if err != nil {
 		if ctx.Err() != nil {

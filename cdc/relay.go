@@ -247,7 +247,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, err := newProducerSession(ctx, &r.cfg, r.limits)
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests)
 	if err != nil {
 		return err
 	}

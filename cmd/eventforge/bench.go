@@ -17,7 +17,7 @@ func newBenchCmd() *cobra.Command {
 		pg                     pgFlags
 		lf                     logFlags
 		brokers, stages, rates string
-		modes                  string
+		modes, shapes          string
 		cfg                    bench.Config
 	)
 	cmd := &cobra.Command{
@@ -26,9 +26,10 @@ func newBenchCmd() *cobra.Command {
 		Long: `Measure EventForge on the PostgreSQL cluster and Kafka broker given (make bench uses the local ones).
 Each measurement gets a fresh database (and drops it, with its slots, at the end) and fresh topics.
 
-  drain   write --events outbox events with no reader (1,000-row transactions, then single-row
+  drain   write --events outbox events with no reader (--shapes: 1,000-row transactions, then single-row
           transactions with an orders row), drain the same WAL with pg_recvlogical and with the relay
-          (cdc run subprocess), each from its own slot; report both rates and their ratio
+          (cdc run subprocess), each from its own slot; report both rates, their ratio, both CPU
+          costs and the relay's records per produce request; --repeat runs each shape several times
   steady  an open-loop writer at each of --rates while the relay runs; commit-to-ack p50/p99/p99.9
           from the relay's eventforge_cdc_commit_to_ack_seconds, maximum slot lag
   worker  pre-fill a topic, then time worker run (subprocess) in batch mode and one by one
@@ -50,6 +51,9 @@ performance targets (PASS/MISS) and writes JSON.`,
 			if cfg.Modes, err = bench.ParseModes(modes); err != nil {
 				return err
 			}
+			if cfg.Shapes, err = bench.ParseShapes(shapes); err != nil {
+				return err
+			}
 			if cfg.Rates, err = bench.ParseRates(rates); err != nil {
 				return err
 			}
@@ -69,6 +73,8 @@ performance targets (PASS/MISS) and writes JSON.`,
 	fs.StringVar(&brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
 	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker")
 	fs.StringVar(&modes, "modes", bench.DefaultModes, "delivery modes of the drain and steady stages, comma-separated: at-least-once, exactly-once (cdc run --exactly-once)")
+	fs.StringVar(&shapes, "shapes", bench.DefaultShapes, "transaction shapes of the drain stage, comma-separated: bulk (1,000-row transactions), single (single-row transactions)")
+	fs.IntVar(&cfg.Repeat, "repeat", bench.DefaultRepeat, "runs of each drain shape and mode, each on a fresh database; above 1, a summary row per shape gives the median, min and max and flags runs below half the median events/s")
 	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")
 	fs.DurationVar(&cfg.SteadyDuration, "steady-duration", bench.DefaultSteadyDuration, "how long each steady-state rate runs")
 	fs.StringVar(&rates, "rates", bench.DefaultRates, "steady-state rates, comma-separated EVENTS_PER_SEC[/ROWS_PER_TXN]; single-row transactions also insert an order")

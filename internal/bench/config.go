@@ -29,6 +29,8 @@ const (
 	DefaultJSONOut            = ".eventforge/bench/results.json"
 	DefaultStages             = "drain,steady,worker"
 	DefaultModes              = DeliveryAtLeastOnce + "," + DeliveryExactlyOnce
+	DefaultShapes             = ShapeNameBulk + "," + ShapeNameSingle
+	DefaultRepeat             = 1
 )
 
 // Delivery modes of the relay: the drain and steady stages run once per
@@ -54,6 +56,8 @@ type Config struct {
 
 	Stages             []string
 	Modes              []string      // delivery modes of the drain and steady stages; default at-least-once only
+	Shapes             []string      // drain shapes (ShapeNameBulk, ShapeNameSingle); empty: both
+	Repeat             int           // drain runs per shape and mode, each on a fresh database; 0: DefaultRepeat
 	Events             int           // drain backlog per shape
 	SteadyDuration     time.Duration // per rate
 	Rates              []Rate
@@ -115,29 +119,40 @@ func ParseModes(s string) ([]string, error) {
 	return out, nil
 }
 
-// Validate reports a configuration that cannot run.
+// Validate reports every problem of a configuration that cannot run
+// (errors.Join) and fills the defaults of the fields left empty.
 func (c *Config) Validate() error {
-	switch {
-	case c.PGURL == "":
-		return errors.New("no PostgreSQL URL: set --pg-url or EVENTFORGE_PG_URL")
-	case len(c.Brokers) == 0:
-		return errors.New("no Kafka brokers: set --kafka-brokers or EVENTFORGE_KAFKA_BROKERS")
-	case c.Binary == "":
-		return errors.New("no eventforge binary to run the relay and worker")
-	case c.Events <= 0 || c.WorkerEvents <= 0 || c.WorkerSingleEvents <= 0:
-		return errors.New("--events, --worker-events and --worker-single-events must be positive")
-	case c.SteadyDuration <= 0 || c.Writers <= 0 || c.StatusInterval <= 0:
-		return errors.New("--steady-duration, --writers and --relay-status-interval must be positive")
-	case len(c.Stages) == 0:
-		return errors.New("no stages selected")
-	case c.JSONOut == "":
-		return errors.New("--json-out must name a file")
+	var errs []error
+	add := func(bad bool, msg string) {
+		if bad {
+			errs = append(errs, errors.New(msg))
+		}
 	}
-	if slices.Contains(c.Stages, StageSteady) && len(c.Rates) == 0 {
-		return errors.New("no --rates for the steady stage")
+	add(c.PGURL == "", "no PostgreSQL URL: set --pg-url or EVENTFORGE_PG_URL")
+	add(len(c.Brokers) == 0, "no Kafka brokers: set --kafka-brokers or EVENTFORGE_KAFKA_BROKERS")
+	add(c.Binary == "", "no eventforge binary to run the relay and worker")
+	add(c.Events <= 0 || c.WorkerEvents <= 0 || c.WorkerSingleEvents <= 0, "--events, --worker-events and --worker-single-events must be positive")
+	add(c.SteadyDuration <= 0 || c.Writers <= 0 || c.StatusInterval <= 0, "--steady-duration, --writers and --relay-status-interval must be positive")
+	add(c.Repeat < 0, "--repeat must be positive")
+	add(len(c.Stages) == 0, "no stages selected")
+	add(c.JSONOut == "", "--json-out must name a file")
+	add(slices.Contains(c.Stages, StageSteady) && len(c.Rates) == 0, "no --rates for the steady stage")
+	for _, name := range c.Shapes {
+		if _, err := shapeNamed(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if len(c.Modes) == 0 {
 		c.Modes = []string{DeliveryAtLeastOnce}
+	}
+	if len(c.Shapes) == 0 {
+		c.Shapes = []string{ShapeNameBulk, ShapeNameSingle}
+	}
+	if c.Repeat == 0 {
+		c.Repeat = DefaultRepeat
 	}
 	if c.Out == nil {
 		c.Out = io.Discard

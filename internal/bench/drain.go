@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
@@ -11,16 +12,26 @@ import (
 // drainWriters is how many connections write the backlog.
 const drainWriters = 4
 
+// produceRequests is the relay's count of produce requests sent to Kafka.
+const produceRequests = "eventforge_cdc_produce_requests_total"
+
 // drainTimeout bounds each reader of a backlog.
 const drainTimeout = time.Hour
 
-// drain measures both backlog shapes.
+// drain measures the selected backlog shapes, each --repeat times; a
+// repeated shape ends with the summary row of its runs.
 func (r *runner) drain(ctx context.Context) []Row {
 	var rows []Row
-	for _, shape := range []backlogShape{{Name: ShapeBulk, RowsPerTxn: 1000}, {Name: ShapeSingle, RowsPerTxn: 1}} {
-		row := r.drainShape(ctx, shape)
-		row.LoadAvg = loadAverage()
-		rows = append(rows, row)
+	for _, name := range r.cfg.Shapes {
+		shape, err := shapeNamed(name)
+		if err != nil { // Validate checked the names
+			continue
+		}
+		runs := r.drainRuns(ctx, shape)
+		if len(runs) > 1 {
+			runs = append(runs, summarize(runs)) // flags the outliers in runs first
+		}
+		rows = append(rows, runs...)
 		if ctx.Err() != nil {
 			break
 		}
@@ -28,17 +39,33 @@ func (r *runner) drain(ctx context.Context) []Row {
 	return rows
 }
 
-// drainShape writes the backlog with no reader running, then reads the same
-// WAL with pg_recvlogical and with the relay, each from its own slot created
-// before the writes, and compares the rates.
-func (r *runner) drainShape(ctx context.Context, shape backlogShape) Row {
-	row := Row{Stage: StageDrain, Shape: shape.Name, Events: int64(r.cfg.Events)}
-	if err := r.drainInto(ctx, shape, &row); err != nil {
-		row.Error = errText(err)
+// drainRuns measures shape --repeat times, each on a fresh database.
+func (r *runner) drainRuns(ctx context.Context, shape backlogShape) []Row {
+	n := max(r.cfg.Repeat, 1)
+	var runs []Row
+	for i := 1; i <= n; i++ {
+		if n > 1 {
+			r.cfg.Log.Info("drain run", "shape", shape.Name, "run", i, "of", n)
+		}
+		row := Row{Stage: StageDrain, Shape: shape.Name, Events: int64(r.cfg.Events)}
+		if n > 1 {
+			row.Run, row.Runs = i, n
+		}
+		if err := r.drainInto(ctx, shape, &row); err != nil {
+			row.Error = errText(err)
+		}
+		row.LoadAvg = loadAverage()
+		runs = append(runs, row)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return row
+	return runs
 }
 
+// drainInto writes the backlog with no reader running, then reads the same
+// WAL with pg_recvlogical and with the relay, each from its own slot created
+// before the writes, and compares the rates.
 func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) error {
 	log := r.cfg.Log.With("stage", StageDrain, "shape", shape.Name)
 	db, err := newDatabase(ctx, r.cfg.PGURL)
@@ -74,25 +101,26 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.Note = fmt.Sprintf("backlog written in %.1f s", writeSecs)
 
 	log.Info("draining with pg_recvlogical", "end_lsn", end)
-	recvSecs, err := r.recvLogicalDrain(ctx, db.url, recvSlot, end.String())
+	recvSecs, recvCPU, err := r.recvLogicalDrain(ctx, db.url, recvSlot, end.String())
 	if err != nil {
 		return err
 	}
 	row.RecvLogicalRan = true
 	row.RecvLogicalSeconds = f64(recvSecs)
 	row.RecvLogicalPerSec = f64(float64(r.cfg.Events) / recvSecs)
+	row.RecvLogicalCPUPerM = f64(recvCPU / float64(r.cfg.Events) * 1e6)
 
 	prefix := tag + "."
 	if err := r.broker.createTopic(ctx, prefix+"orders"); err != nil {
 		return err
 	}
 	log.Info("draining with the relay")
-	p, profAddr, err := r.startRelay(db.url, relaySlot, prefix, "drain-"+strings.ReplaceAll(shape.Name, " ", "-"))
+	p, profAddr, err := r.startRelay(db.url, relaySlot, prefix, "drain-"+strings.ReplaceAll(shape.Name, " ", "-")+runSuffix(row))
 	if err != nil {
 		return err
 	}
 	defer p.stop(time.Minute) //nolint:errcheck // stopped explicitly below; this only covers early returns
-	profile := r.profiling(ctx, p, profAddr, "relay-drain-"+fmt.Sprint(shape.RowsPerTxn))
+	profile := r.profiling(ctx, p, profAddr, "relay-drain-"+fmt.Sprint(shape.RowsPerTxn)+runSuffix(row))
 	if err := db.waitConfirmed(ctx, relaySlot, end, drainTimeout, p.exitedErr); err != nil {
 		return err
 	}
@@ -109,6 +137,7 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.EventsPerSec = float64(r.cfg.Events) / secs
 	row.Ratio = f64(row.EventsPerSec / *row.RecvLogicalPerSec)
 	r.setUsage(row, u, int64(r.cfg.Events))
+	r.setRequests(ctx, p, row)
 	count := r.broker.records
 	if r.exactlyOnce {
 		count = r.broker.committedRecords
@@ -131,8 +160,8 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 }
 
 // recvLogicalDrain runs pg_recvlogical from slot to end (pgoutput, output to
-// /dev/null) and returns its wall time.
-func (r *runner) recvLogicalDrain(ctx context.Context, url, slot, end string) (float64, error) {
+// /dev/null) and returns its wall time and CPU (user + system) seconds.
+func (r *runner) recvLogicalDrain(ctx context.Context, url, slot, end string) (secs, cpu float64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.recvLogical, "-d", url, "--start", "-S", slot, "-P", "pgoutput",
@@ -140,11 +169,35 @@ func (r *runner) recvLogicalDrain(ctx context.Context, url, slot, end string) (f
 		"--endpos="+end, "--no-loop", "-f", "/dev/null")
 	began := time.Now()
 	out, err := cmd.CombinedOutput()
-	secs := time.Since(began).Seconds()
+	secs = time.Since(began).Seconds()
 	if err != nil {
-		return 0, fmt.Errorf("pg_recvlogical: %w: %s", err, strings.TrimSpace(string(out)))
+		return 0, 0, fmt.Errorf("pg_recvlogical: %w: %s", err, strings.TrimSpace(string(out)))
 	}
-	return secs, nil
+	return secs, childCPU(cmd.ProcessState), nil
+}
+
+// runSuffix tells the logs and profiles of the runs of a repeated drain apart.
+func runSuffix(row *Row) string {
+	if row.Runs > 1 {
+		return fmt.Sprintf("-run%d", row.Run)
+	}
+	return ""
+}
+
+// setRequests reads the relay's produce requests from its /metrics and
+// fills the records per request. A relay without the counter leaves both
+// empty.
+func (r *runner) setRequests(ctx context.Context, p *proc, row *Row) {
+	b, err := p.metrics(ctx)
+	if err != nil {
+		return
+	}
+	n, err := SumCounter(bytes.NewReader(b), produceRequests, nil)
+	if err != nil || n <= 0 {
+		return
+	}
+	row.ProduceRequests = i64(int64(n))
+	row.RecordsPerRequest = f64(float64(row.Events) / n)
 }
 
 // startRelay runs `eventforge cdc run` on slot with topics behind prefix.

@@ -161,12 +161,15 @@ func (db *database) slotLag(ctx context.Context, slot string) (int64, error) {
 }
 
 // endMarker finishes a batch of writes: it waits until the WAL is flushed up
-// to the current position (writers may commit asynchronously), then writes a
+// to the insert position (writers may commit asynchronously), then writes a
 // non-transactional logical message past it, so pg_recvlogical --endpos has
 // a record at or beyond the end to stop on. The relay ignores messages with
-// other prefixes than its heartbeat.
+// other prefixes than its heartbeat. The end is the insert position, not
+// pg_current_wal_lsn (the write position): with synchronous_commit off the
+// last commit records may still be in the WAL buffers, past the write
+// position, and a drain that stopped there would leave them out.
 func (db *database) endMarker(ctx context.Context) (pglogrepl.LSN, error) {
-	end, err := db.currentLSN(ctx)
+	end, err := db.lsn(ctx, "SELECT pg_current_wal_insert_lsn()::text")
 	if err != nil {
 		return 0, err
 	}

@@ -188,6 +188,14 @@ func resetPeak(pid int) {
 
 func (p *proc) usage() (usage, error) { return readUsage(p.cmd.Process.Pid) }
 
+// childCPU is the user + system CPU seconds of an exited child (its rusage).
+func childCPU(st *os.ProcessState) float64 {
+	if st == nil {
+		return 0
+	}
+	return (st.UserTime() + st.SystemTime()).Seconds()
+}
+
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 // get fetches path from the process's metrics address.

@@ -21,32 +21,10 @@ func TestBenchSmoke(t *testing.T) {
 	env := testenv.Shared(t)
 	bin := testenv.Binary(t)
 	const events, workerEvents = 2000, 1500
-	out := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.Command(bin, "bench",
-		"--pg-url", env.PGURL, "--kafka-brokers", strings.Join(env.Brokers, ","),
-		"--stages", "drain,steady,worker", "--modes", "at-least-once,exactly-once", "--events", "2000", "--steady-duration", "2s", "--rates", "200",
-		"--worker-events", "1500", "--worker-single-events", "1500", "--writers", "4", "--json-out", out)
-	var env2 []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			env2 = append(env2, kv)
-		}
-	}
-	cmd.Env = env2
-	output, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("eventforge bench: %v\n%s", err, output)
-	}
-	if !strings.Contains(string(output), "PG_RECVLOGICAL EV/S") || !strings.Contains(string(output), "Targets:") {
+	rep, output := runBench(t, bin, env, "--stages", "drain,steady,worker", "--modes", "at-least-once,exactly-once", "--events", "2000",
+		"--steady-duration", "2s", "--rates", "200", "--worker-events", "1500", "--worker-single-events", "1500", "--writers", "4")
+	if !strings.Contains(output, "PG_RECVLOGICAL EV/S") || !strings.Contains(output, "Targets:") {
 		t.Errorf("no table in the output:\n%s", output)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep bench.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
 	}
 	if rep.Machine.NumCPU == 0 || rep.Machine.PostgreSQL == "" || rep.Machine.GoVersion == "" || !strings.Contains(rep.Command, "bench") {
 		t.Errorf("machine/command not described: %+v %q", rep.Machine, rep.Command)
@@ -73,6 +51,10 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("drain %s: no relay rate or resources: %+v", r.Shape, r)
 		case err1 != nil || err2 != nil || !r.SlotReachedEnd || confirmed < end:
 			t.Errorf("drain %s: slot confirmed %s, end %s (%v %v)", r.Shape, r.ConfirmedLSN, r.EndLSN, err1, err2)
+		case r.RecvLogicalCPUPerM == nil || r.ProduceRequests == nil || *r.ProduceRequests <= 0 || *r.ProduceRequests > events ||
+			r.RecordsPerRequest == nil || *r.RecordsPerRequest != float64(events)/float64(*r.ProduceRequests):
+			t.Errorf("drain %s: pg_recvlogical CPU %v, %v produce requests for %d events, %v records per request",
+				r.Shape, r.RecvLogicalCPUPerM, r.ProduceRequests, events, r.RecordsPerRequest)
 		}
 	}
 	s := byStage["steady"][0]
@@ -91,4 +73,68 @@ func TestBenchSmoke(t *testing.T) {
 	if len(rep.Targets) == 0 {
 		t.Error("no targets evaluated")
 	}
+}
+
+// TestBenchSmokeRepeat repeats one drain shape (about 10 s): one row per
+// run, then the summary row of the runs; the other shape does not run.
+func TestBenchSmokeRepeat(t *testing.T) {
+	env := testenv.Shared(t)
+	bin := testenv.Binary(t)
+	rep, output := runBench(t, bin, env, "--stages", "drain", "--shapes", "single", "--modes", "at-least-once", "--events", "2000", "--repeat", "2")
+	var runs []int
+	var sum *bench.Row
+	for i, r := range rep.Results {
+		switch {
+		case r.Shape != bench.ShapeSingle || r.Runs != 2 || r.Error != "":
+			t.Errorf("row %+v: want single-row runs of 2 that did not fail", r)
+		case r.Summary != nil:
+			sum = &rep.Results[i]
+		default:
+			runs = append(runs, r.Run)
+			if r.KafkaRecords == nil || *r.KafkaRecords != 2000 || r.RecordsPerRequest == nil {
+				t.Errorf("run %d: %v records in Kafka, %v records per request", r.Run, r.KafkaRecords, r.RecordsPerRequest)
+			}
+		}
+	}
+	if len(runs) != 2 || runs[0] != 1 || runs[1] != 2 || sum == nil || sum.Summary.Runs != 2 {
+		t.Fatalf("runs %v, summary %+v", runs, sum)
+	}
+	lo, hi := min(rep.Results[0].EventsPerSec, rep.Results[1].EventsPerSec), max(rep.Results[0].EventsPerSec, rep.Results[1].EventsPerSec)
+	if sum.Summary.EventsPerSecMin != lo || sum.Summary.EventsPerSecMax != hi || sum.EventsPerSec != (lo+hi)/2 {
+		t.Errorf("summary %+v of %v and %v", sum.Summary, lo, hi)
+	}
+	for _, want := range []string{"single-row txns, run 1/2", "single-row txns, run 2/2", "single-row txns, median of 2"} {
+		if !strings.Contains(output, want) {
+			t.Errorf("table lacks %q:\n%s", want, output)
+		}
+	}
+}
+
+// runBench runs `eventforge bench` with args on the shared services (no
+// EVENTFORGE_ variables) and returns its JSON report and output.
+func runBench(t *testing.T, bin string, env *testenv.Env, args ...string) (bench.Report, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "results.json")
+	cmd := exec.Command(bin, append([]string{"bench", "--pg-url", env.PGURL, "--kafka-brokers", strings.Join(env.Brokers, ","),
+		"--json-out", out}, args...)...)
+	var env2 []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "EVENTFORGE_") {
+			env2 = append(env2, kv)
+		}
+	}
+	cmd.Env = env2
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("eventforge bench: %v\n%s", err, output)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep, string(output)
 }
