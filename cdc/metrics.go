@@ -37,7 +37,6 @@ type metrics struct {
 	kafkaReachable  prometheus.Gauge
 	kafkaTxns       *prometheus.CounterVec // result
 	eosSkipped      prometheus.Counter
-	catchingUp      prometheus.Gauge
 	// produceRequests is the sarama metric registry of every producer
 	// session: eventforge_cdc_produce_requests_total reads it at scrape time.
 	produceRequests *kafka.ProduceRequests
@@ -148,17 +147,13 @@ func newMetrics(reg prometheus.Registerer, slot string) (*metrics, error) {
 			Name: "eventforge_cdc_eos_skipped_total",
 			Help: "Exactly-once mode: events replayed by the slot and skipped because a committed Kafka transaction already holds them.",
 		}),
-		catchingUp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "eventforge_cdc_catching_up",
-			Help: "1 while the relay reads transactions committed more than 0.5 s ago (a backlog): it then reads and produces in larger batches.",
-		}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.published, m.publishedB, m.publishErrors, m.confirmedLSN, m.commitToAck, m.commitToRecv, m.slotLag, m.slotRetained,
 		m.receivedLSN, m.inFlightEvents, m.inFlightBytes, m.sessions, m.sessionErrors,
 		m.heartbeatsSent, m.heartbeatsSeen, m.rejected, m.ignored, m.standby, m.streaming,
 		m.transactions, m.statusUpdates, m.backpressureSec, m.kafkaReachable,
-		m.kafkaTxns, m.eosSkipped, m.catchingUp, m.produceRequestsCounter(),
+		m.kafkaTxns, m.eosSkipped, m.produceRequestsCounter(),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -40,9 +40,6 @@ func (g *keyGate) next() *pending {
 	return g.ready[0]
 }
 
-// readyCount is how many records are released and not yet sent.
-func (g *keyGate) readyCount() int { return len(g.ready) }
-
 // sent drops the record next returned: the producer has it.
 func (g *keyGate) sent() {
 	g.ready[0] = nil

@@ -54,7 +54,6 @@ type dispatcher struct {
 	log     *slog.Logger
 	hooks   dispatchHooks
 	gate    *keyGate
-	batch   *batcher
 	results chan produceResult
 	retry   chan *pending
 	stopped chan struct{} // closed when run returns: forwarding stops
@@ -63,7 +62,7 @@ type dispatcher struct {
 
 func newDispatcher(prod sarama.AsyncProducer, log *slog.Logger, window int, hooks dispatchHooks) *dispatcher {
 	return &dispatcher{
-		prod: prod, log: log, hooks: hooks, gate: newKeyGate(), batch: newBatcher(),
+		prod: prod, log: log, hooks: hooks, gate: newKeyGate(),
 		results: make(chan produceResult, window+1),
 		retry:   make(chan *pending),
 		stopped: make(chan struct{}),
@@ -84,7 +83,7 @@ func (d *dispatcher) run(ctx context.Context, in <-chan *pending, untilSettled b
 		}
 		var out chan<- *sarama.ProducerMessage
 		var msg *sarama.ProducerMessage
-		if next := d.sendable(in == nil); next != nil {
+		if next := d.gate.next(); next != nil {
 			out, msg = d.prod.Input(), next.msg
 		}
 		select {
@@ -105,25 +104,10 @@ func (d *dispatcher) run(ctx context.Context, in <-chan *pending, untilSettled b
 			}
 		case p := <-d.retry:
 			d.gate.resend(p)
-		case <-d.batch.wake():
 		case <-ctx.Done():
 			return nil
 		}
 	}
-}
-
-// sendable is the record to hand to the producer next, or nil when none is
-// released or the batcher holds them back; flush releases everything.
-func (d *dispatcher) sendable(flush bool) *pending {
-	next := d.gate.next()
-	if next == nil {
-		d.batch.drained()
-		return nil
-	}
-	if !d.batch.release(next.commit, d.gate.readyCount(), flush) {
-		return nil
-	}
-	return next
 }
 
 // pumpBurst bounds the operations of one pump, so run still notices ctx
@@ -159,7 +143,7 @@ func (d *dispatcher) pump(ctx context.Context, in <-chan *pending) (<-chan *pend
 			default:
 			}
 		}
-		if next := d.sendable(in == nil); next != nil {
+		if next := d.gate.next(); next != nil {
 			select {
 			case d.prod.Input() <- next.msg:
 				d.gate.sent()

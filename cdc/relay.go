@@ -32,9 +32,6 @@ type Relay struct {
 	catalog *outbox.Catalog // the mapping as checked at the session's start
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
-	// catchingUp is set while the stream reads transactions committed
-	// longer ago than catchUpAge: a backlog (see catchUpReader).
-	catchingUp atomic.Bool
 
 	mu       sync.Mutex
 	state    string // connecting, streaming, standby, reconnecting
@@ -229,7 +226,7 @@ func (r *Relay) session(ctx context.Context) error {
 		return &standbyError{pid: s.activePID}
 	}
 	cctx, cancel = context.WithTimeout(ctx, r.ioTimeout())
-	repl, err := connectReplication(cctx, r.cfg.PGURL, &r.catchingUp)
+	repl, err := connectReplication(cctx, r.cfg.PGURL)
 	cancel()
 	if err != nil {
 		return err
@@ -323,7 +320,6 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	st := &stream{
 		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.cfg.Mapping),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
-		catchingUp: &r.catchingUp,
 	}
 	// The feeder stops when the stream is done, even while it waits on
 	// Kafka for a topic.

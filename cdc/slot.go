@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -74,9 +73,8 @@ func connectError(err error) error {
 }
 
 // connectReplication opens a logical replication connection
-// (replication=database), which speaks the walsender protocol. Its reads
-// pause while catchUp is set (see catchUpReader); nil: never.
-func connectReplication(ctx context.Context, url string, catchUp *atomic.Bool) (*pgconn.PgConn, error) {
+// (replication=database), which speaks the walsender protocol.
+func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error) {
 	cfg, err := ipg.ParseConfig(url)
 	if err != nil {
 		return nil, err
@@ -84,9 +82,6 @@ func connectReplication(ctx context.Context, url string, catchUp *atomic.Bool) (
 	pc := cfg.Config.Copy()
 	pc.RuntimeParams["replication"] = "database"
 	pc.RuntimeParams["application_name"] = "eventforge-cdc"
-	if catchUp != nil {
-		pc.BuildFrontend = catchUpFrontend(catchUp)
-	}
 	conn, err := pgconn.ConnectConfig(ctx, pc)
 	if err != nil {
 		return nil, connectError(fmt.Errorf("open replication connection to %s: %w", ipg.Redact(url), err))

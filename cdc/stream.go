@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -47,9 +46,6 @@ type stream struct {
 	interval time.Duration
 	silence  time.Duration       // receiveBound: longer without a message means a dead connection
 	confirm  func(pglogrepl.LSN) // told every position sent
-	// catchingUp is set while the transactions read are older than
-	// catchUpAge (see catchUpReader); nil: not tracked.
-	catchingUp *atomic.Bool
 
 	start      pglogrepl.LSN // the slot's confirmed position at session start
 	sent       pglogrepl.LSN // the last flush position sent
@@ -170,9 +166,7 @@ func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 		s.tr.Begin()
 		s.commitTime, s.final, s.txnEvents = it.CommitTime, it.FinalLSN, 0
 		if !it.CommitTime.IsZero() {
-			age := time.Since(it.CommitTime)
-			s.m.commitToRecv.Observe(age.Seconds())
-			s.setCatchingUp(age >= catchUpAge)
+			s.m.commitToRecv.Observe(time.Since(it.CommitTime).Seconds())
 		}
 	case pgoutput.KindEvent:
 		return s.publish(ctx, it.Event, x.WALStart)
@@ -188,16 +182,6 @@ func (s *stream) xlog(ctx context.Context, x pglogrepl.XLogData) error {
 		s.m.ignored.WithLabelValues(it.Op).Inc()
 	}
 	return nil
-}
-
-// setCatchingUp records whether the stream reads a backlog.
-func (s *stream) setCatchingUp(on bool) {
-	if s.catchingUp == nil || s.catchingUp.Load() == on {
-		return
-	}
-	s.catchingUp.Store(on)
-	s.m.catchingUp.Set(b2f(on))
-	s.log.Debug("catching up", "on", on)
 }
 
 // publish registers the event with the tracker and hands it to the feeder.
