@@ -101,9 +101,15 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.Note = fmt.Sprintf("backlog written in %.1f s", writeSecs)
 
 	log.Info("draining with pg_recvlogical", "end_lsn", end)
+	wctx, stopWatch := context.WithCancel(ctx)
+	recvWalSender := db.watchWalSender(wctx, recvSlot, 100*time.Millisecond)
 	recvSecs, recvCPU, err := r.recvLogicalDrain(ctx, db.url, recvSlot, end.String())
+	stopWatch()
 	if err != nil {
 		return err
+	}
+	if cpu, ok := recvWalSender(); ok {
+		row.RecvLogicalWalSenderCPUPerM = f64(cpu / float64(r.cfg.Events) * 1e6)
 	}
 	row.RecvLogicalRan = true
 	row.RecvLogicalSeconds = f64(recvSecs)
@@ -128,6 +134,9 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	u, err := p.usage()
 	if err != nil {
 		return err
+	}
+	if cpu, ok := db.walSenderCPU(ctx, relaySlot); ok {
+		row.WalSenderCPUPerM = f64(cpu / float64(r.cfg.Events) * 1e6)
 	}
 	row.SlotReachedEnd = true
 	if c, err := db.confirmed(ctx, relaySlot); err == nil {

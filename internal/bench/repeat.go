@@ -49,6 +49,8 @@ func summarize(runs []Row) Row {
 	sum.Ratio = medianOf(ok, func(r *Row) *float64 { return r.Ratio })
 	sum.CPUPerM = medianOf(ok, func(r *Row) *float64 { return r.CPUPerM })
 	sum.RecvLogicalCPUPerM = medianOf(ok, func(r *Row) *float64 { return r.RecvLogicalCPUPerM })
+	sum.WalSenderCPUPerM = medianOf(ok, func(r *Row) *float64 { return r.WalSenderCPUPerM })
+	sum.RecvLogicalWalSenderCPUPerM = medianOf(ok, func(r *Row) *float64 { return r.RecvLogicalWalSenderCPUPerM })
 	sum.PeakRSSMB = medianOf(ok, func(r *Row) *float64 { return r.PeakRSSMB })
 	sum.RecordsPerRequest = medianOf(ok, func(r *Row) *float64 { return r.RecordsPerRequest })
 	if cpu := values(ok, func(r *Row) *float64 { return r.CPUPerM }); len(cpu) > 0 {

@@ -45,6 +45,12 @@ type Row struct {
 	// RecvLogicalCPUPerM is pg_recvlogical's CPU (user + system) seconds per
 	// million events, beside the relay's CPUPerM.
 	RecvLogicalCPUPerM *float64 `json:"pg_recvlogical_cpu_seconds_per_million,omitempty"`
+	// WalSenderCPUPerM and RecvLogicalWalSenderCPUPerM are the CPU seconds
+	// per million events of the WAL sender serving the relay and the one
+	// serving pg_recvlogical (sampled every 100 ms, so up to 100 ms short),
+	// when PostgreSQL runs on the bench's machine.
+	WalSenderCPUPerM            *float64 `json:"walsender_cpu_seconds_per_million,omitempty"`
+	RecvLogicalWalSenderCPUPerM *float64 `json:"pg_recvlogical_walsender_cpu_seconds_per_million,omitempty"`
 	// ProduceRequests is the relay's eventforge_cdc_produce_requests_total at
 	// the end of a drain; RecordsPerRequest is events / ProduceRequests.
 	ProduceRequests   *int64   `json:"produce_requests,omitempty"`
@@ -159,12 +165,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if row.Error != "" {
 			note = joinNote("ERROR: "+row.Error, note)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t %s\n",
 			row.Stage, shapeLabel(row), row.Events, row.Seconds, row.EventsPerSec,
 			num(row.RecvLogicalPerSec, "%.0f"), num(row.Ratio, "%.2f"),
 			num(row.P50Ms, "%.2f"), num(row.P99Ms, "%.2f"), num(row.P999Ms, "%.2f"),
 			bytesText(row.MaxSlotLag), num(row.CPUPerM, "%.1f"), num(row.RecvLogicalCPUPerM, "%.1f"),
-			num(row.RecordsPerRequest, "%.1f"), num(row.PeakRSSMB, "%.0f"), note)
+			walSenders(row), num(row.RecordsPerRequest, "%.1f"), num(row.PeakRSSMB, "%.0f"), note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -55,6 +55,10 @@ func TestBenchSmoke(t *testing.T) {
 			r.RecordsPerRequest == nil || *r.RecordsPerRequest != float64(events)/float64(*r.ProduceRequests):
 			t.Errorf("drain %s: pg_recvlogical CPU %v, %v produce requests for %d events, %v records per request",
 				r.Shape, r.RecvLogicalCPUPerM, r.ProduceRequests, events, r.RecordsPerRequest)
+		case r.WalSenderCPUPerM == nil || *r.WalSenderCPUPerM < 0:
+			// The test's PostgreSQL runs on this machine: its WAL
+			// sender's CPU is readable.
+			t.Errorf("drain %s: no CPU of the relay's WAL sender: %v", r.Shape, r.WalSenderCPUPerM)
 		}
 	}
 	s := byStage["steady"][0]
