@@ -3,6 +3,7 @@ package outbox
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -27,15 +28,15 @@ func TestAppendCompactCheckedMatchesCompact(t *testing.T) {
 		}
 		var want bytes.Buffer
 		_ = json.Compact(&want, []byte(in))
-		if got := appendCompactChecked(nil, []byte(in)); string(got) != want.String() {
+		if got, err := appendCompactChecked(nil, []byte(in)); err != nil || string(got) != want.String() {
 			t.Errorf("compact %q = %q, want %q", in, got, want.String())
 		}
 	}
 }
 
 func TestAppendCompactCheckedAppends(t *testing.T) {
-	got := appendCompactChecked([]byte("prefix:"), []byte(`{"a": 1}`))
-	if string(got) != `prefix:{"a":1}` {
+	got, err := appendCompactChecked([]byte("prefix:"), []byte(`{"a": 1}`))
+	if err != nil || string(got) != `prefix:{"a":1}` {
 		t.Fatalf("got %q", got)
 	}
 }
@@ -44,6 +45,25 @@ func TestCheckedJSON(t *testing.T) {
 	for typ, want := range map[string]bool{"json": true, "jsonb": true, "text": false, "bytea": false, "": false, "xml": false} {
 		if got := CheckedJSON(typ); got != want {
 			t.Errorf("CheckedJSON(%q) = %v, want %v", typ, got, want)
+		}
+	}
+}
+
+// Nesting beyond encoding/json's limit is refused on the fast path too:
+// PostgreSQL accepts it, a Go consumer could not decode it.
+func TestAppendCompactCheckedDepth(t *testing.T) {
+	for _, tc := range []struct {
+		depth int
+		ok    bool
+	}{{maxJSONDepth, true}, {maxJSONDepth + 1, false}} {
+		in := strings.Repeat("[", tc.depth) + strings.Repeat("]", tc.depth)
+		_, err := appendCompactChecked(nil, []byte(in))
+		werr := json.Compact(&bytes.Buffer{}, []byte(in))
+		if (err == nil) != tc.ok || (werr == nil) != tc.ok {
+			t.Fatalf("depth %d: error %v (json.Compact: %v), want ok=%v", tc.depth, err, werr, tc.ok)
+		}
+		if !tc.ok && !strings.Contains(err.Error(), "exceeded max depth") {
+			t.Fatalf("error %q", err)
 		}
 	}
 }
@@ -73,13 +93,13 @@ func FuzzAppendCompactChecked(f *testing.F) {
 	}
 	f.Add([]byte(`{"a": "unterminated \`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got := appendCompactChecked(nil, in)
+		got, err := appendCompactChecked(nil, in)
 		if !json.Valid(in) {
 			return
 		}
 		var want bytes.Buffer
-		if err := json.Compact(&want, in); err != nil {
-			t.Fatal(err)
+		if werr := json.Compact(&want, in); werr != nil || err != nil {
+			t.Fatalf("compact %q: %v, json.Compact: %v", in, err, werr)
 		}
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("compact %q = %q, want %q", in, got, want.Bytes())
@@ -100,7 +120,7 @@ func BenchmarkCompactPayload(b *testing.B) {
 	b.Run("checked", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = appendCompactChecked(dst[:0], payload)
+			_, _ = appendCompactChecked(dst[:0], payload)
 		}
 	})
 }

@@ -145,7 +145,11 @@ func (r *Record) setValue(buf []byte, e *Event) error {
 	case e.PayloadKind != PayloadJSON:
 		r.value = append(buf[len(buf):], e.Payload...) // within capacity
 	case e.JSONChecked:
-		r.value = appendCompactChecked(buf[len(buf):], e.Payload)
+		value, err := appendCompactChecked(buf[len(buf):], e.Payload)
+		if err != nil {
+			return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+		}
+		r.value = value
 	default:
 		value := bytes.NewBuffer(buf[len(buf):])
 		if err := json.Compact(value, e.Payload); err != nil {
