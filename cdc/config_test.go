@@ -123,9 +123,21 @@ func TestProducerConfigExactlyOnce(t *testing.T) {
 	if err := sc.Validate(); err != nil {
 		t.Fatalf("sarama rejects the config: %v", err)
 	}
-	c.ExactlyOnce = false
-	if sc, _ := c.producerConfig(5000); sc.Producer.Transaction.ID != "" {
+	if sc.Producer.Flush.Frequency != eosLinger || sc.Producer.Transaction.Retry.BackoffFunc(0, 50) != eosRetryFirst {
+		t.Fatalf("linger %v, first transaction retry %v: want %v and %v", sc.Producer.Flush.Frequency,
+			sc.Producer.Transaction.Retry.BackoffFunc(0, 50), eosLinger, eosRetryFirst)
+	}
+	c.FlushFrequency = 7 * time.Millisecond
+	if sc, _ := c.producerConfig(5000); sc.Producer.Flush.Frequency != c.FlushFrequency {
+		t.Fatalf("a configured flush wait %v became %v", c.FlushFrequency, sc.Producer.Flush.Frequency)
+	}
+	c.FlushFrequency, c.ExactlyOnce = 0, false
+	sc, _ = c.producerConfig(5000)
+	if sc.Producer.Transaction.ID != "" {
 		t.Fatal("at-least-once mode must not be transactional")
+	}
+	if sc.Producer.Flush.Frequency != 0 {
+		t.Fatalf("at-least-once mode lingers %v: live events must go out at once", sc.Producer.Flush.Frequency)
 	}
 }
 
