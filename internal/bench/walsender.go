@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -25,19 +26,19 @@ func (db *database) walSenderCPU(ctx context.Context, slot string) (float64, boo
 // ctx ends, and returns a function giving the last sample (false when none
 // was taken): for a reader whose WAL sender exits with it.
 func (db *database) watchWalSender(ctx context.Context, slot string, interval time.Duration) func() (float64, bool) {
-	type sample struct {
-		cpu float64
-		ok  bool
-	}
-	last := make(chan sample, 1)
-	last <- sample{}
+	var (
+		mu   sync.Mutex
+		last float64
+		seen bool
+	)
 	go func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			if cpu, ok := db.walSenderCPU(ctx, slot); ok {
-				<-last
-				last <- sample{cpu, true}
+				mu.Lock()
+				last, seen = cpu, true
+				mu.Unlock()
 			}
 			select {
 			case <-ctx.Done():
@@ -47,9 +48,9 @@ func (db *database) watchWalSender(ctx context.Context, slot string, interval ti
 		}
 	}()
 	return func() (float64, bool) {
-		s := <-last
-		last <- s
-		return s.cpu, s.ok
+		mu.Lock()
+		defer mu.Unlock()
+		return last, seen
 	}
 }
 
