@@ -107,6 +107,41 @@ func TestProducerConfig(t *testing.T) {
 	}
 }
 
+// TestEOSTxnBackoff: transaction retries stay at a millisecond or less
+// through a brief coordinator stall, then back off to eosRetryMost.
+func TestEOSTxnBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want time.Duration
+	}{
+		{0, eosRetryFirst},
+		{1, 2 * eosRetryFirst},
+		{2, eosRetryFast},
+		{eosFastRetries - 1, eosRetryFast},
+		{eosFastRetries, 2 * eosRetryFast},
+		{eosFastRetries + 1, 4 * eosRetryFast},
+		{eosFastRetries + 20, eosRetryMost},
+	} {
+		if got := eosTxnBackoff(tc.n); got != tc.want {
+			t.Errorf("eosTxnBackoff(%d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
+	var fast time.Duration
+	for n := range eosFastRetries {
+		fast += eosTxnBackoff(n)
+	}
+	if fast < 15*time.Millisecond || fast > 25*time.Millisecond {
+		t.Errorf("the fast retries wait %v in all: want a brief stall's worth, 15-25 ms", fast)
+	}
+	var all time.Duration
+	for n := range eosTxnRetries {
+		all += eosTxnBackoff(n)
+	}
+	if all < 4*time.Second || all > 5*time.Second {
+		t.Errorf("all %d retries wait %v: want about 4 s before the session starts over", eosTxnRetries, all)
+	}
+}
+
 // TestProducerConfigExactlyOnce: a transactional producer whose id is
 // derived from the slot, so a later relay of the slot fences an earlier one;
 // sarama accepts it.
