@@ -49,12 +49,20 @@ running() {
 	[ -n "$p" ] && kill -0 "$p" 2>/dev/null && grep -q kafka.Kafka "/proc/$p/cmdline" 2>/dev/null
 }
 
+# java_opts sets the JVM options of the broker: its heap (KAFKA_HEAP_OPTS, 1 GiB
+# by default, as Kafka's own start script and docker-compose.yml use) and
+# Kafka's own G1 settings. With 512 MiB the broker paused for GC every
+# 1.5 s under the bench's load, and each pause of 7-28 ms stalled every
+# request it had in hand (docs/bench.md#broker-gc).
 java_opts() {
-	JAVA_OPTS=(-Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true
+	local heap; read -ra heap <<<"${KAFKA_HEAP_OPTS:--Xms1g -Xmx1g}"
+	JAVA_OPTS=("${heap[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+		-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
 		-Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$LIBS/*")
 }
 
-java_run() { java_opts; "$JAVA" "${JAVA_OPTS[@]}" "$@"; }
+# java_run runs one of Kafka's tools, which needs no broker-sized heap.
+java_run() { KAFKA_HEAP_OPTS="-Xmx256m" java_opts; "$JAVA" "${JAVA_OPTS[@]}" "$@"; }
 
 write_config() {
 	local port=$1 cport=$2
