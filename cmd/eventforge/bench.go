@@ -31,7 +31,8 @@ Each measurement gets a fresh database (and drops it, with its slots, at the end
           (cdc run subprocess), each from its own slot; report both rates, their ratio, both CPU
           costs and the relay's records per produce request; --repeat runs each shape several times
   steady  an open-loop writer at each of --rates while the relay runs; commit-to-ack p50/p99/p99.9
-          from the relay's eventforge_cdc_commit_to_ack_seconds, maximum slot lag
+          from the relay's eventforge_cdc_commit_to_ack_seconds, maximum slot lag; --repeat runs the
+          stage in rounds, each mode in turn, and pools each rate's latency samples
   worker  pre-fill a topic, then time worker run (subprocess) in batch mode and one by one
 
 CPU seconds per million events and peak RSS are the relay's or worker's. Prints a table with the
@@ -74,7 +75,7 @@ performance targets (PASS/MISS) and writes JSON.`,
 	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker")
 	fs.StringVar(&modes, "modes", bench.DefaultModes, "delivery modes of the drain and steady stages, comma-separated: at-least-once, exactly-once (cdc run --exactly-once)")
 	fs.StringVar(&shapes, "shapes", bench.DefaultShapes, "transaction shapes of the drain stage, comma-separated: bulk (1,000-row transactions), single (single-row transactions)")
-	fs.IntVar(&cfg.Repeat, "repeat", bench.DefaultRepeat, "runs of each drain shape and mode, each on a fresh database; above 1, a summary row per shape gives the median, min and max and flags runs below half the median events/s")
+	fs.IntVar(&cfg.Repeat, "repeat", bench.DefaultRepeat, "runs of each drain shape and mode, each on a fresh database, and rounds of the steady stage, each running every mode in turn; above 1, a summary row per drain shape gives the median, min and max and flags runs below half the median events/s, and one per steady rate pools the runs' latency samples")
 	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")
 	fs.DurationVar(&cfg.SteadyDuration, "steady-duration", bench.DefaultSteadyDuration, "how long each steady-state rate runs")
 	fs.StringVar(&rates, "rates", bench.DefaultRates, "steady-state rates, comma-separated EVENTS_PER_SEC[/ROWS_PER_TXN]; single-row transactions also insert an order")

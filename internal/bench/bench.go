@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		case StageDrain:
 			rows = r.inModes(ctx, r.drain)
 		case StageSteady:
-			rows = r.inModes(ctx, r.steady)
+			rows = r.steadyRounds(ctx)
 		case StageWorker:
 			rows = r.worker(ctx)
 		}

@@ -57,7 +57,7 @@ type Config struct {
 	Stages             []string
 	Modes              []string      // delivery modes of the drain and steady stages; default at-least-once only
 	Shapes             []string      // drain shapes (ShapeNameBulk, ShapeNameSingle); empty: both
-	Repeat             int           // drain runs per shape and mode, each on a fresh database; 0: DefaultRepeat
+	Repeat             int           // drain runs per shape and mode, each on a fresh database, and steady rounds of every mode in turn; 0: DefaultRepeat
 	Events             int           // drain backlog per shape
 	SteadyDuration     time.Duration // per rate
 	Rates              []Rate

@@ -127,6 +127,26 @@ func (h Histogram) Sub(before Histogram) Histogram {
 	return out
 }
 
+// Add pools h and other, which have the same bounds (two deltas of one
+// histogram); an empty side gives the other.
+func (h Histogram) Add(other Histogram) Histogram {
+	if len(h.Bounds) == 0 {
+		return other
+	}
+	if len(other.Bounds) == 0 {
+		return h
+	}
+	theirs := make(map[float64]uint64, len(other.Bounds))
+	for i, b := range other.Bounds {
+		theirs[b] = other.Cum[i]
+	}
+	out := Histogram{Bounds: h.Bounds, Cum: make([]uint64, len(h.Cum)), Count: h.Count + other.Count}
+	for i, b := range h.Bounds {
+		out.Cum[i] = h.Cum[i] + theirs[b]
+	}
+	return out
+}
+
 // Quantile estimates the q-quantile (0 < q ≤ 1) by linear interpolation
 // inside the bucket holding the rank, as Prometheus' histogram_quantile does:
 // the first bucket starts at 0, and a rank in the +Inf bucket answers the

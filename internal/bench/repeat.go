@@ -16,8 +16,12 @@ type Spread struct {
 	CPUPerMMin      *float64 `json:"cpu_seconds_per_million_min,omitempty"`
 	CPUPerMMax      *float64 `json:"cpu_seconds_per_million_max,omitempty"`
 	// Outliers are the runs whose events/s is below half the median; each is
-	// flagged in its own row (outlier: true).
+	// flagged in its own row (outlier: true). Drains only.
 	Outliers int `json:"outliers"`
+	// P99MsMin and P99MsMax are the range of the runs' own p99 latencies
+	// around the pooled p99 of a steady rate.
+	P99MsMin *float64 `json:"p99_ms_min,omitempty"`
+	P99MsMax *float64 `json:"p99_ms_max,omitempty"`
 }
 
 // outlierFraction: a run below this fraction of the median events/s is an outlier.
@@ -123,6 +127,8 @@ func median(v []float64) float64 {
 // run of a repeated drain and "median of N" for its summary.
 func shapeLabel(r Row) string {
 	switch {
+	case r.Summary != nil && r.Stage == StageSteady:
+		return fmt.Sprintf("%s, %d runs pooled", r.Shape, r.Summary.Runs)
 	case r.Summary != nil:
 		return fmt.Sprintf("%s, median of %d", r.Shape, r.Runs)
 	case r.Runs > 1:

@@ -25,9 +25,11 @@ type Row struct {
 	Stage string `json:"stage"`
 	Shape string `json:"shape"`
 	Mode  string `json:"mode,omitempty"` // "exactly-once" for rows of cdc run --exactly-once; empty: at-least-once
-	// Run is the run (1..Runs) of a drain repeated Runs times (--repeat);
-	// both are 0 when it ran once. The summary row of the runs has Run 0 and
-	// a Summary; its figures are the runs' medians.
+	// Run is the run (1..Runs) of a drain or steady rate repeated Runs
+	// times (--repeat); both are 0 when it ran once. The summary row of the
+	// runs has Run 0 and a Summary; its figures are the runs' medians, but
+	// for a steady rate's latencies, which are quantiles of all the runs'
+	// samples pooled.
 	Run          int      `json:"run,omitempty"`
 	Runs         int      `json:"runs,omitempty"`
 	Outlier      bool     `json:"outlier,omitempty"` // a run below half the median events/s of its runs
@@ -80,6 +82,10 @@ type Row struct {
 	Profile     string   `json:"profile,omitempty"`
 	Note        string   `json:"note,omitempty"`
 	Error       string   `json:"error,omitempty"`
+
+	// latency and server are a steady run's histogram deltas, which the
+	// summary of repeated runs pools.
+	latency, server Histogram
 }
 
 // Target is one performance goal (docs/bench.md#targets) with what was measured against it.

@@ -130,6 +130,7 @@ func (r *runner) steadyRate(ctx context.Context, db *database, pool *pgxpool.Poo
 	}
 	if s1, err := p.histogram(ctx, commitToReceive); serr == nil && err == nil {
 		sd := s1.Sub(s0)
+		row.server = sd
 		row.ServerP50Ms, row.ServerP99Ms = f64(1000*sd.Quantile(0.5)), f64(1000*sd.Quantile(0.99))
 	}
 
@@ -139,6 +140,7 @@ func (r *runner) steadyRate(ctx context.Context, db *database, pool *pgxpool.Poo
 	row.TargetPerSec = f64(float64(rate.EventsPerSec))
 	row.WriterShort = short(row.EventsPerSec, float64(rate.EventsPerSec))
 	d := h1.Sub(h0)
+	row.latency = d
 	row.P50Ms, row.P99Ms, row.P999Ms = f64(1000*d.Quantile(0.5)), f64(1000*d.Quantile(0.99)), f64(1000*d.Quantile(0.999))
 	row.LatencyCount = i64(int64(d.total()))
 	row.MaxSlotLag = i64(lag)
