@@ -324,6 +324,15 @@ func ParseCompression(name string) (sarama.CompressionCodec, error) {
 	return 0, fmt.Errorf("invalid compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
+// ProducerConfig is the sarama configuration the relay's producer runs
+// with (transactional with ExactlyOnce), after the defaults: for tools that
+// measure a cluster as the relay meets it, such as eventforge bench's kafka
+// stage. Its transactional id is the one of c.Slot's relay.
+func (c Config) ProducerConfig() (*sarama.Config, error) {
+	c = c.withDefaults()
+	return c.producerConfig(c.MaxMessageBytes)
+}
+
 // producerConfig is the sarama configuration of one stream session.
 func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 	codec, err := ParseCompression(c.Compression)

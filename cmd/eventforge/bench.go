@@ -34,6 +34,8 @@ Each measurement gets a fresh database (and drops it, with its slots, at the end
           from the relay's eventforge_cdc_commit_to_ack_seconds, maximum slot lag; --repeat runs the
           stage in rounds, each mode in turn, and pools each rate's latency samples
   worker  pre-fill a topic, then time worker run (subprocess) in batch mode and one by one
+  kafka   (not by default) the relay's producer alone at each of --rates, in each mode: hand-over
+          to ack, or to the Kafka transaction's commit; the floor under the steady latencies
 
 CPU seconds per million events and peak RSS are the relay's or worker's. Prints a table with the
 performance targets (PASS/MISS) and writes JSON.`,
@@ -72,8 +74,8 @@ performance targets (PASS/MISS) and writes JSON.`,
 	lf.register(cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
-	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker")
-	fs.StringVar(&modes, "modes", bench.DefaultModes, "delivery modes of the drain and steady stages, comma-separated: at-least-once, exactly-once (cdc run --exactly-once)")
+	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker, kafka")
+	fs.StringVar(&modes, "modes", bench.DefaultModes, "delivery modes of the drain, steady and kafka stages, comma-separated: at-least-once, exactly-once (cdc run --exactly-once)")
 	fs.StringVar(&shapes, "shapes", bench.DefaultShapes, "transaction shapes of the drain stage, comma-separated: bulk (1,000-row transactions), single (single-row transactions)")
 	fs.IntVar(&cfg.Repeat, "repeat", bench.DefaultRepeat, "runs of each drain shape and mode, each on a fresh database, and rounds of the steady stage, each running every mode in turn; above 1, a summary row per drain shape gives the median, min and max and flags runs below half the median events/s, and one per steady rate pools the runs' latency samples")
 	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")

@@ -83,6 +83,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rows = r.steadyRounds(ctx)
 		case StageWorker:
 			rows = r.worker(ctx)
+		case StageKafka:
+			rows = r.inModes(ctx, r.kafkaStage)
 		}
 		for _, row := range rows {
 			cfg.Log.Info("measured", "stage", row.Stage, "shape", row.Shape, "events", row.Events,

@@ -55,7 +55,7 @@ type Config struct {
 	Binary  string   // the eventforge binary run as relay and worker
 
 	Stages             []string
-	Modes              []string      // delivery modes of the drain and steady stages; default at-least-once only
+	Modes              []string      // delivery modes of the drain, steady and kafka stages
 	Shapes             []string      // drain shapes (ShapeNameBulk, ShapeNameSingle); empty: both
 	Repeat             int           // drain runs per shape and mode, each on a fresh database, and steady rounds of every mode in turn; 0: DefaultRepeat
 	Events             int           // drain backlog per shape
@@ -75,7 +75,7 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// ParseStages reads a comma-separated subset of drain, steady, worker.
+// ParseStages reads a comma-separated subset of drain, steady, worker, kafka.
 func ParseStages(s string) ([]string, error) {
 	var out []string
 	for _, st := range strings.Split(s, ",") {
@@ -83,12 +83,12 @@ func ParseStages(s string) ([]string, error) {
 		switch st {
 		case "":
 			continue
-		case StageDrain, StageSteady, StageWorker:
+		case StageDrain, StageSteady, StageWorker, StageKafka:
 			if !slices.Contains(out, st) {
 				out = append(out, st)
 			}
 		default:
-			return nil, fmt.Errorf("unknown stage %q: want drain, steady or worker", st)
+			return nil, fmt.Errorf("unknown stage %q: want drain, steady, worker or kafka", st)
 		}
 	}
 	if len(out) == 0 {
@@ -136,7 +136,7 @@ func (c *Config) Validate() error {
 	add(c.Repeat < 0, "--repeat must be positive")
 	add(len(c.Stages) == 0, "no stages selected")
 	add(c.JSONOut == "", "--json-out must name a file")
-	add(slices.Contains(c.Stages, StageSteady) && len(c.Rates) == 0, "no --rates for the steady stage")
+	add((slices.Contains(c.Stages, StageSteady) || slices.Contains(c.Stages, StageKafka)) && len(c.Rates) == 0, "no --rates for the steady and kafka stages")
 	for _, name := range c.Shapes {
 		if _, err := shapeNamed(name); err != nil {
 			errs = append(errs, err)

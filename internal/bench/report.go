@@ -17,6 +17,9 @@ const (
 	StageDrain  = "drain"
 	StageSteady = "steady"
 	StageWorker = "worker"
+	// StageKafka measures the relay's producer alone, without PostgreSQL:
+	// not among the default stages.
+	StageKafka = "kafka"
 )
 
 // Row is one measurement: a drain shape, a steady rate or a worker mode.

@@ -103,12 +103,18 @@ type openLoopResult struct {
 // commitQuantile is the q-quantile of the writer's transaction durations
 // (nearest rank); zero without transactions. It sorts Commits.
 func (r openLoopResult) commitQuantile(q float64) time.Duration {
-	if len(r.Commits) == 0 {
+	slices.Sort(r.Commits)
+	return nearestRank(r.Commits, q)
+}
+
+// nearestRank is the q-quantile of sorted durations (nearest rank); zero
+// when there are none.
+func nearestRank(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	slices.Sort(r.Commits)
-	i := int(math.Ceil(q*float64(len(r.Commits)))) - 1
-	return r.Commits[min(max(i, 0), len(r.Commits)-1)]
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
 // runOpenLoop calls txn for every transaction of s from conns goroutines,

@@ -142,3 +142,47 @@ func runBench(t *testing.T, bin string, env *testenv.Env, args ...string) (bench
 	}
 	return rep, string(output)
 }
+
+// TestBenchSmokeSteadyRoundsAndKafka repeats the steady stage in two rounds
+// of both modes and runs the kafka stage (about 40 s): a pooled row per mode
+// holds every run's samples, and the producer alone measured a latency for
+// every record it handed over, in both modes.
+func TestBenchSmokeSteadyRoundsAndKafka(t *testing.T) {
+	env := testenv.Shared(t)
+	bin := testenv.Binary(t)
+	rep, output := runBench(t, bin, env, "--stages", "steady,kafka", "--modes", "at-least-once,exactly-once",
+		"--steady-duration", "2s", "--rates", "200", "--writers", "4", "--repeat", "2")
+	samples := map[string]int64{} // mode -> samples of its steady runs
+	pooled := map[string]*bench.Row{}
+	kafkaRows := map[string]*bench.Row{}
+	for i, r := range rep.Results {
+		if r.Error != "" {
+			t.Errorf("%s %s failed: %s", r.Stage, r.Shape, r.Error)
+			continue
+		}
+		switch {
+		case r.Stage == bench.StageSteady && r.Summary != nil:
+			pooled[r.Mode] = &rep.Results[i]
+		case r.Stage == bench.StageSteady && r.LatencyCount != nil:
+			samples[r.Mode] += *r.LatencyCount
+		case r.Stage == bench.StageKafka:
+			kafkaRows[r.Mode] = &rep.Results[i]
+		}
+	}
+	for _, mode := range []string{"", bench.DeliveryExactlyOnce} {
+		p := pooled[mode]
+		if p == nil || p.Summary.Runs != 2 || p.LatencyCount == nil || *p.LatencyCount != samples[mode] || samples[mode] < 2*400 ||
+			p.P99Ms == nil || *p.P50Ms > *p.P99Ms || p.Summary.P99MsMin == nil || *p.Summary.P99MsMin > *p.Summary.P99MsMax {
+			t.Errorf("mode %q: pooled row %+v over %d samples of its runs", mode, p, samples[mode])
+		}
+		k := kafkaRows[mode]
+		if k == nil || k.Events != 400 || k.LatencyCount == nil || *k.LatencyCount != k.Events || *k.P50Ms <= 0 || *k.P50Ms > *k.P99Ms {
+			t.Errorf("mode %q: kafka row %+v: want a latency for each of the 400 records", mode, k)
+		}
+	}
+	for _, want := range []string{"200/s single-row txns, run 2/2", "200/s single-row txns, exactly-once, 2 runs pooled", "200/s records, exactly-once"} {
+		if !strings.Contains(output, want) {
+			t.Errorf("table lacks %q:\n%s", want, output)
+		}
+	}
+}
