@@ -110,14 +110,26 @@ func container(t *testing.T, r helmrender.Rendering, kind, name string) workload
 			w.addrs[v] = testenv.FreeAddr(t)
 			v = w.addrs[v]
 		}
-		for mountPath, dir := range mounts {
-			if strings.HasPrefix(v, mountPath+"/") {
-				v = dir + strings.TrimPrefix(v, mountPath)
-			}
-		}
-		w.env = append(w.env, k+"="+v)
+		w.env = append(w.env, k+"="+hostPath(v, mounts))
 	}
 	return w
+}
+
+// hostPath maps a value under one of the container's mount paths to the
+// directory standing in for it, once and by the longest mount path that
+// holds it: the directories are temporary ones under /tmp, which may be a
+// mount path too, so a second rewrite would nest them.
+func hostPath(v string, mounts map[string]string) string {
+	best := ""
+	for mountPath := range mounts {
+		if strings.HasPrefix(v, mountPath+"/") && len(mountPath) > len(best) {
+			best = mountPath
+		}
+	}
+	if best == "" {
+		return v
+	}
+	return mounts[best] + strings.TrimPrefix(v, best)
 }
 
 // secretData decodes a Secret the chart rendered; one it only names (an
