@@ -116,6 +116,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// measure fills row with fn, then notes fn's error and the machine's load
+// in it.
+func measure(row Row, fn func(*Row) error) Row {
+	if err := fn(&row); err != nil {
+		row.Error = errText(err)
+	}
+	row.LoadAvg = loadAverage()
+	return row
+}
+
 // inModes runs a relay stage once per delivery mode; the rows of the
 // exactly-once run carry the mode in Mode and in their shape.
 func (r *runner) inModes(ctx context.Context, stage func(context.Context) []Row) []Row {

@@ -51,11 +51,7 @@ func (r *runner) drainRuns(ctx context.Context, shape backlogShape) []Row {
 		if n > 1 {
 			row.Run, row.Runs = i, n
 		}
-		if err := r.drainInto(ctx, shape, &row); err != nil {
-			row.Error = errText(err)
-		}
-		row.LoadAvg = loadAverage()
-		runs = append(runs, row)
+		runs = append(runs, measure(row, func(row *Row) error { return r.drainInto(ctx, shape, row) }))
 		if ctx.Err() != nil {
 			break
 		}

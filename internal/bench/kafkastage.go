@@ -28,11 +28,7 @@ func (r *runner) kafkaStage(ctx context.Context) []Row {
 		if rate.RowsPerTxn > 1 {
 			row.Shape = fmt.Sprintf("%d/s records in groups of %d", rate.EventsPerSec, rate.RowsPerTxn)
 		}
-		if err := r.kafkaRate(ctx, rate, &row); err != nil {
-			row.Error = errText(err)
-		}
-		row.LoadAvg = loadAverage()
-		rows = append(rows, row)
+		rows = append(rows, measure(row, func(row *Row) error { return r.kafkaRate(ctx, rate, row) }))
 		if ctx.Err() != nil {
 			break
 		}
@@ -91,7 +87,7 @@ func (r *runner) kafkaRate(ctx context.Context, rate Rate, row *Row) error {
 }
 
 // kafkaSource produces the groups handed over on groups and returns each
-// record's latency; the first producer error ends it, in err.
+// record's latency; the first producer error fails the measurement (err).
 type kafkaSource struct {
 	prod              sarama.AsyncProducer
 	records, position string

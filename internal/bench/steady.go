@@ -56,11 +56,9 @@ func (r *runner) steady(ctx context.Context) []Row {
 	}
 	for i, rate := range r.cfg.Rates {
 		row := Row{Stage: StageSteady, Shape: steadyShape(rate)}
-		if err := r.steadyRate(ctx, db, pool, p, slot, rate, fmt.Sprintf("%s%d", tag, i), &row); err != nil {
-			row.Error = errText(err)
-		}
-		row.LoadAvg = loadAverage()
-		rows = append(rows, row)
+		rows = append(rows, measure(row, func(row *Row) error {
+			return r.steadyRate(ctx, db, pool, p, slot, rate, fmt.Sprintf("%s%d", tag, i), row)
+		}))
 		if ctx.Err() != nil || p.exitedErr() != nil {
 			break
 		}

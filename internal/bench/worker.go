@@ -20,11 +20,7 @@ func (r *runner) worker(ctx context.Context) []Row {
 		events, size int
 	}{{ModeBatch, r.cfg.WorkerEvents, 0}, {ModeSingle, r.cfg.WorkerSingleEvents, 1}} {
 		row := Row{Stage: StageWorker, Shape: m.mode, Events: int64(m.events)}
-		if err := r.workerMode(ctx, m.mode, m.events, m.size, &row); err != nil {
-			row.Error = errText(err)
-		}
-		row.LoadAvg = loadAverage()
-		rows = append(rows, row)
+		rows = append(rows, measure(row, func(row *Row) error { return r.workerMode(ctx, m.mode, m.events, m.size, row) }))
 		if ctx.Err() != nil {
 			break
 		}
