@@ -30,21 +30,16 @@ const outlierFraction = 0.5
 // summarize returns the summary row of the runs of one shape and mode and
 // flags their outliers. Failed runs are left out of the figures.
 func summarize(runs []Row) Row {
-	first := runs[0]
-	sum := Row{Stage: first.Stage, Shape: first.Shape, Mode: first.Mode, Events: first.Events, Runs: len(runs)}
-	var ok []*Row
+	ptrs := make([]*Row, len(runs))
 	for i := range runs {
-		sum.LoadAvg = max(sum.LoadAvg, runs[i].LoadAvg)
-		if runs[i].Error == "" {
-			ok = append(ok, &runs[i])
-		}
+		ptrs[i] = &runs[i]
 	}
-	sp := &Spread{Runs: len(ok), Failed: len(runs) - len(ok)}
-	sum.Summary = sp
+	sum, ok := newSummary(ptrs)
+	sum.Events = runs[0].Events
 	if len(ok) == 0 {
-		sum.Error = fmt.Sprintf("all %d runs failed", len(runs))
 		return sum
 	}
+	sp := sum.Summary
 	rates := values(ok, func(r *Row) *float64 { return &r.EventsPerSec })
 	sum.EventsPerSec = median(rates)
 	sp.EventsPerSecMin, sp.EventsPerSecMax = slices.Min(rates), slices.Max(rates)
@@ -68,6 +63,26 @@ func summarize(runs []Row) Row {
 	}
 	sum.Note = spreadNote(sp)
 	return sum
+}
+
+// newSummary starts the summary row of runs (one shape or rate, one mode):
+// their identity, the highest load average, and a Spread counting the runs
+// that did not fail, which it returns. With none, the row says so in Error.
+func newSummary(runs []*Row) (Row, []*Row) {
+	first := runs[0]
+	sum := Row{Stage: first.Stage, Shape: first.Shape, Mode: first.Mode, Runs: len(runs)}
+	var ok []*Row
+	for _, r := range runs {
+		sum.LoadAvg = max(sum.LoadAvg, r.LoadAvg)
+		if r.Error == "" {
+			ok = append(ok, r)
+		}
+	}
+	sum.Summary = &Spread{Runs: len(ok), Failed: len(runs) - len(ok)}
+	if len(ok) == 0 {
+		sum.Error = fmt.Sprintf("all %d runs failed", len(runs))
+	}
+	return sum, ok
 }
 
 // spreadNote describes the range of a summary row.

@@ -55,21 +55,12 @@ func summarizeSteady(runs []Row) []Row {
 
 // summarizeSteadyRate summarizes the runs of one mode and rate.
 func summarizeSteadyRate(runs []*Row) Row {
-	first := runs[0]
-	sum := Row{Stage: first.Stage, Shape: first.Shape, Mode: first.Mode, Runs: len(runs), TargetPerSec: first.TargetPerSec}
-	var ok []*Row
-	for _, r := range runs {
-		sum.LoadAvg = max(sum.LoadAvg, r.LoadAvg)
-		if r.Error == "" {
-			ok = append(ok, r)
-		}
-	}
-	sp := &Spread{Runs: len(ok), Failed: len(runs) - len(ok)}
-	sum.Summary = sp
+	sum, ok := newSummary(runs)
+	sum.TargetPerSec = runs[0].TargetPerSec
 	if len(ok) == 0 {
-		sum.Error = fmt.Sprintf("all %d runs failed", len(runs))
 		return sum
 	}
+	sp := sum.Summary
 	var lat, srv Histogram
 	var lag int64
 	for _, r := range ok {
