@@ -25,7 +25,7 @@ import (
 func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng outboxRange, lsn pglogrepl.LSN) error {
 	began := time.Now()
 	r.log.Info("backfilling outbox rows committed before the new slot", "since", sinceText(rng), "consistent_point", lsn)
-	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests)
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests, r.log)
 	if err != nil {
 		return err
 	}

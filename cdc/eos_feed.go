@@ -10,6 +10,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/cdc/position"
+	"github.com/eventforge/eventforge/cdc/produce"
 	"github.com/eventforge/eventforge/internal/failpoint"
 )
 
@@ -245,13 +246,13 @@ func (f *eosFeeder) failed(ctx context.Context, pe *sarama.ProducerError) error 
 		return err
 	}
 	switch class {
-	case produceReject:
+	case produce.Reject:
 		if err := f.ps.reject(ctx, p); err != nil {
 			return err
 		}
 		return fmt.Errorf("produce event %s to %s: set aside in outbox_rejected; the Kafka transaction is aborted and sent again without it: %w", p.id, p.msg.Topic, pe.Err)
-	case produceFatal:
-		return fatal(fmt.Errorf("produce event %s to %s: %w: %s", p.id, p.msg.Topic, pe.Err, fatalProduceHint(pe.Err)))
+	case produce.Fatal:
+		return fatal(fmt.Errorf("produce event %s to %s: %w: %s", p.id, p.msg.Topic, pe.Err, produce.FatalHint(pe.Err)))
 	}
 	return fmt.Errorf("produce event %s to %s in a Kafka transaction: %w", p.id, p.msg.Topic, pe.Err)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
@@ -19,6 +20,7 @@ import (
 type orderLoad struct {
 	mu      sync.Mutex
 	byKey   map[string][]uuid.UUID // key -> committed event ids, in commit order
+	order   []uuid.UUID            // every committed event in commit order (with one writer)
 	ids     map[uuid.UUID]int      // every committed event (value unused)
 	errs    []error
 	writers int
@@ -31,6 +33,7 @@ func (l *orderLoad) committed(keys []string, ids []uuid.UUID) {
 	defer l.mu.Unlock()
 	for i, k := range keys {
 		l.byKey[k] = append(l.byKey[k], ids[i])
+		l.order = append(l.order, ids[i])
 		l.ids[ids[i]] = 0
 	}
 }
@@ -188,6 +191,59 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 	}
 	if err := r.stop(); err != nil {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+// TestPartitionFollowsCommitOrder drains a backlog of many recurring keys
+// written by one writer (so its commit order is known) into a topic of 3
+// partitions: read back, every partition's first occurrences follow commit
+// order across keys, not only per key, and every event is there.
+func TestPartitionFollowsCommitOrder(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	cfg := testConfig(t, url, env.Brokers)
+	cfg.TopicPartitions = 3
+	topic := cfg.TopicPrefix + "orders"
+	r := startRelay(t, cfg) // creates the slot, then stops: the rows are a backlog
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	load := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 1, keys: 20}
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, time.Minute, "3,000 events", func() bool { load.mu.Lock(); defer load.mu.Unlock(); return len(load.ids) >= 3000 })
+		stop()
+	}()
+	load.run(ctx, url)
+	if len(load.errs) > 0 {
+		t.Fatal(load.errs[0])
+	}
+	r = startRelay(t, cfg)
+	col := consume(t, env.Brokers, topic)
+	waitDistinct(t, col, load.ids, 60*time.Second)
+
+	want := map[string][]uuid.UUID{} // partition -> commit order
+	key := map[uuid.UUID]string{}
+	for k, ids := range load.byKey {
+		for _, id := range ids {
+			key[id] = k
+		}
+	}
+	for _, id := range load.order {
+		p := fmt.Sprint(kafka.PartitionForKey([]byte(key[id]), 3))
+		want[p] = append(want[p], id)
+	}
+	got := map[string][]uuid.UUID{}
+	for _, m := range col.records() {
+		s, _ := header(m, "event_id")
+		got[fmt.Sprint(m.Partition)] = append(got[fmt.Sprint(m.Partition)], uuid.MustParse(s))
+	}
+	if bad, example := firstOccurrenceViolations(want, got); bad > 0 {
+		t.Fatalf("%d partitions out of commit order across keys; %s", bad, example)
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

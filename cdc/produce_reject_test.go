@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +125,64 @@ func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
 	insertEvent(t, db, id, "k1", 100)
 	col := consume(t, env.Brokers, topic)
 	waitDistinct(t, col, map[uuid.UUID]int{id: 1}, 30*time.Second)
+}
+
+// TestOnlyTheRefusedRecordsOfABatchAreSetAside drains a backlog of one key
+// (one partition, so its records travel in the same generations) whose
+// first two records are older than the topic accepts and whose last two
+// are not. The broker refuses the batch naming the old records: exactly
+// those land in outbox_rejected, the others are published, in commit order,
+// in the same session.
+func TestOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	cfg := testConfig(t, url, env.Brokers)
+	db := connect(t, url)
+	topic := cfg.TopicPrefix + "orders"
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	first := uuid.New()
+	insertEvent(t, db, first, "k1", 100)
+	col := consume(t, env.Brokers, topic)
+	waitDistinct(t, col, map[uuid.UUID]int{first: 1}, 30*time.Second)
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "4000")
+	old := []uuid.UUID{uuid.New(), uuid.New()}
+	for _, id := range old {
+		insertEvent(t, db, id, "k1", 100)
+	}
+	time.Sleep(5 * time.Second) // their commit times are now older than the topic accepts
+	fresh := []uuid.UUID{uuid.New(), uuid.New()}
+	for _, id := range fresh {
+		insertEvent(t, db, id, "k1", 100)
+	}
+	r = startRelay(t, cfg)
+	waitDistinct(t, col, map[uuid.UUID]int{first: 1, fresh[0]: 1, fresh[1]: 1}, 30*time.Second)
+	for _, id := range old {
+		if reason := rejectedReason(t, db, id); !strings.Contains(reason, "timestamp") {
+			t.Errorf("old event %s: reason %q, want the broker's timestamp refusal", id, reason)
+		}
+	}
+	for _, id := range fresh {
+		if reason := rejectedReason(t, db, id); reason != "" {
+			t.Errorf("fresh event %s set aside: %s", id, reason)
+		}
+	}
+	var order []string
+	for _, m := range col.records() {
+		id, _ := header(m, "event_id")
+		if id == old[0].String() || id == old[1].String() {
+			t.Fatalf("a refused event reached Kafka")
+		}
+		order = append(order, id)
+	}
+	if want := []string{first.String(), fresh[0].String(), fresh[1].String()}; !slices.Equal(order, want) {
+		t.Errorf("topic holds %v, want %v", order, want)
+	}
+	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n != 0 {
+		t.Fatalf("%v sessions failed: the refusal restarted the session", n)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/cdc/produce"
 	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -34,8 +35,7 @@ type pending struct {
 	lsn      pglogrepl.LSN // the INSERT's WAL position
 	commit   time.Time     // the transaction's commit time
 	reason   string        // set when the event cannot be produced at all
-	key      string        // ordering key in the keyGate
-	attempts int           // sends refused with a retriable error
+	out      produce.Record // msg as the produce engine sees it
 	txn      pglogrepl.LSN // exactly-once: the transaction's final LSN (its BEGIN's)
 	end      pglogrepl.LSN // exactly-once: set on a transaction-end marker (msg nil), its end LSN
 }
@@ -45,11 +45,11 @@ type ackTracker interface {
 	Ack(ack.Token)
 }
 
-// producerSession is one stream session's Kafka side: it feeds events to an
-// idempotent async producer through a dispatcher (at most one
-// unacknowledged record per key) and drains both of its result channels. A
-// refused record is retried in place, set aside in outbox_rejected, or ends
-// the session or the relay, by error class (classifyProduceError).
+// producerSession is one stream session's Kafka side: it feeds events to
+// the produce engine (per-partition generations, docs/design.md#generations)
+// or, in exactly-once mode, to sarama's transactional producer. A refused
+// record is retried, set aside in outbox_rejected, or ends the session or
+// the relay, by error class (produce.Classify).
 type producerSession struct {
 	cfg      *Config
 	log      *slog.Logger
@@ -57,18 +57,19 @@ type producerSession struct {
 	tr       ackTracker
 	limits   *limits
 	client   sarama.Client
-	prod     sarama.AsyncProducer
+	prod     sarama.AsyncProducer // exactly-once mode only
+	eng      *produce.Engine[*pending]
+	sc       *sarama.Config
 	topics   *topics
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
 	rejected rejectedSet // already in outbox_rejected: skipped on replay
-	disp     *dispatcher
-	eos      *eosFeeder // exactly-once mode: Kafka transactions instead of disp
+	eos      *eosFeeder // exactly-once mode: Kafka transactions instead of eng
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
 
-func newProducerSession(ctx context.Context, cfg *Config, lim *limits, reqs *kafka.ProduceRequests) (*producerSession, error) {
+func newProducerSession(ctx context.Context, cfg *Config, lim *limits, reqs *kafka.ProduceRequests, log *slog.Logger) (*producerSession, error) {
 	maxBytes := lim.current()
 	sc, err := cfg.producerConfig(maxBytes)
 	if err != nil {
@@ -86,26 +87,45 @@ func newProducerSession(ctx context.Context, cfg *Config, lim *limits, reqs *kaf
 		}
 		return nil, err
 	}
-	prod, err := sarama.NewAsyncProducerFromClient(client)
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("start Kafka producer: %w", err)
-	}
 	tp, err := newTopics(cfg, client, lim)
 	if err != nil {
-		prod.AsyncClose()
-		drainAll(prod)
 		client.Close()
 		return nil, err
 	}
-	ps := &producerSession{cfg: cfg, limits: lim, client: client, prod: prod, topics: tp, maxBytes: maxBytes}
-	if cfg.ExactlyOnce {
-		if ps.eos, err = newEOSFeeder(ctx, ps); err != nil {
-			ps.close()
-			return nil, err
-		}
+	ps := &producerSession{cfg: cfg, log: log, limits: lim, client: client, topics: tp, maxBytes: maxBytes, sc: sc}
+	if err := ps.startProducer(ctx); err != nil {
+		ps.close()
+		return nil, err
 	}
 	return ps, nil
+}
+
+// startProducer starts the session's producer: the produce engine, or in
+// exactly-once mode sarama's transactional producer and its feeder.
+func (ps *producerSession) startProducer(ctx context.Context) error {
+	var err error
+	if !ps.cfg.ExactlyOnce {
+		ps.eng, err = newEngine(ps.client, ps.sc, ps.maxBytes, pendingHooks{
+			admit: ps.handle, delivered: ps.delivered, reject: ps.reject, tooLarge: ps.tooLarge, failed: ps.failed,
+		}, ps.log)
+		if err != nil {
+			return startError(ctx, err)
+		}
+		return nil
+	}
+	if ps.prod, err = sarama.NewAsyncProducerFromClient(ps.client); err != nil {
+		return fmt.Errorf("start Kafka producer: %w", err)
+	}
+	ps.eos, err = newEOSFeeder(ctx, ps)
+	return err
+}
+
+// startError explains a producer that could not start.
+func startError(ctx context.Context, err error) error {
+	if ctx.Err() == nil && kafka.Unrecoverable(err) {
+		return fatal(kafka.Explain(err))
+	}
+	return fmt.Errorf("start Kafka producer: %w", err)
 }
 
 // connectKafka is sarama.NewClient, given up when ctx ends: against an
@@ -137,8 +157,10 @@ func connectKafka(ctx context.Context, brokers []string, sc *sarama.Config) (sar
 
 // close discards a producer that never ran.
 func (ps *producerSession) close() {
-	ps.prod.AsyncClose()
-	drainAll(ps.prod)
+	if ps.prod != nil {
+		ps.prod.AsyncClose()
+		drainAll(ps.prod)
+	}
 	ps.client.Close()
 }
 
@@ -158,27 +180,15 @@ func drainAll(p sarama.AsyncProducer) {
 	wg.Wait()
 }
 
-// feed hands events to the producer, at most one unacknowledged record per
-// key (see keyGate), and settles the producer's results, until in closes or
-// ctx ends; then it closes the producer. It checks sizes and records
-// rejections, so the stream goroutine never waits on Kafka or on these
-// writes.
+// feed hands events to the producer and settles its results, until in
+// closes or ctx ends. It checks sizes and records rejections, so the
+// stream goroutine never waits on Kafka or on these writes.
 func (ps *producerSession) feed(ctx context.Context, in <-chan *pending) error {
-	defer ps.prod.AsyncClose()
 	if ps.eos != nil {
+		defer ps.prod.AsyncClose()
 		return ps.eos.run(ctx, in)
 	}
-	return ps.dispatcher().run(ctx, in, false)
-}
-
-// dispatcher is the session's dispatcher, made on first use.
-func (ps *producerSession) dispatcher() *dispatcher {
-	if ps.disp == nil {
-		ps.disp = newDispatcher(ps.prod, ps.log, ps.cfg.MaxInFlightEvents, dispatchHooks{
-			admit: ps.handle, delivered: ps.delivered, reject: ps.reject, tooLarge: ps.tooLarge, failed: ps.failed,
-		})
-	}
-	return ps.disp
+	return ps.eng.Run(ctx, in, false)
 }
 
 // handle checks an event before it goes to the producer: false when it was
@@ -310,19 +320,16 @@ func (ps *producerSession) tooLarge(_ context.Context, p *pending, err error) (s
 // --shutdown-timeout.
 const producerCloseGrace = 2 * time.Second
 
-// startDrainers drains the producer's two result channels into the
-// dispatcher; the returned channel closes once the producer closed both.
+// startDrainers starts what drains the producer's results (the
+// transactional producer's two channels); the returned channel closes once
+// the producer is done. The engine settles its own results: its channel
+// closes once its senders ended, after feed returned.
 func (ps *producerSession) startDrainers() <-chan struct{} {
 	if ps.eos != nil {
 		return ps.eos.startDrainers()
 	}
-	d := ps.dispatcher()
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); d.successes() }()
-	go func() { defer wg.Done(); d.errors() }()
-	go func() { wg.Wait(); close(done) }()
+	go func() { <-ps.eng.Done(); ps.eng.Wait(); close(done) }()
 	return done
 }
 

@@ -244,7 +244,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests)
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests, r.log)
 	if err != nil {
 		return err
 	}

@@ -63,22 +63,23 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	if err != nil {
 		return res, err
 	}
-	prod, err := sarama.NewAsyncProducer(cfg.Kafka.Brokers, sc)
+	client, err := sarama.NewClient(cfg.Kafka.Brokers, sc)
 	if err != nil {
-		return res, fmt.Errorf("start Kafka producer: %w", err)
+		return res, fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
 	}
+	defer client.Close()
 	rp := &republisher{cfg: &cfg, cat: cat, side: side, log: log, maxBytes: lim.current(), badTopics: badTopics}
-	res, err = rp.run(ctx, db, prod, rng)
+	res, err = rp.run(ctx, db, client, sc, rng)
 	if err != nil {
 		return res, err
 	}
 	return res, ctx.Err()
 }
 
-// republisher produces outbox rows through a dispatcher, like the relay:
-// at most one unacknowledged record per key in the producer, retriable
-// errors retried in place, records the broker can never accept recorded in
-// outbox_rejected, anything else the end of the run.
+// republisher produces outbox rows through the produce engine, like the
+// relay: per-partition generations in order, retriable errors retried in
+// place, records the broker can never accept recorded in outbox_rejected,
+// anything else the end of the run.
 type republisher struct {
 	cfg       *Config
 	cat       *outbox.Catalog // the mapping, checked against the table
@@ -89,8 +90,8 @@ type republisher struct {
 	res       RepublishResult
 }
 
-func (rp *republisher) run(ctx context.Context, db *pgx.Conn, prod sarama.AsyncProducer, rng outboxRange) (RepublishResult, error) {
-	d := newDispatcher(prod, rp.log, republishWindow, dispatchHooks{
+func (rp *republisher) run(ctx context.Context, db *pgx.Conn, client sarama.Client, sc *sarama.Config, rng outboxRange) (RepublishResult, error) {
+	eng, err := newEngine(client, sc, rp.maxBytes, pendingHooks{
 		admit:     rp.admit,
 		delivered: func(*pending) { rp.res.Published++ },
 		reject:    rp.reject,
@@ -101,12 +102,10 @@ func (rp *republisher) run(ctx context.Context, db *pgx.Conn, prod sarama.AsyncP
 			return "", fmt.Errorf("produce event %s to %s: %w (a topic's max.message.bytes changed during the run: run republish again)", p.id, p.msg.Topic, err)
 		},
 		failed: func(*pending, error) {},
-	})
-	var drainers sync.WaitGroup
-	drainers.Add(2)
-	go func() { defer drainers.Done(); d.successes() }()
-	go func() { defer drainers.Done(); d.errors() }()
-
+	}, rp.log)
+	if err != nil {
+		return rp.res, startError(ctx, err)
+	}
 	rctx, stop := context.WithCancel(ctx)
 	rows := make(chan *pending, republishWindow)
 	var scanErr error
@@ -117,11 +116,9 @@ func (rp *republisher) run(ctx context.Context, db *pgx.Conn, prod sarama.AsyncP
 		defer close(rows)
 		scanErr = readRepublishRows(rctx, rp.cfg, rp.cat, db, rows, rng)
 	}()
-	err := d.run(ctx, rows, true)
+	err = eng.Run(ctx, rows, true)
 	stop()
 	reader.Wait()
-	prod.AsyncClose()
-	drainers.Wait()
 	if err != nil {
 		return rp.res, err
 	}

@@ -1,0 +1,139 @@
+package produce
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxGenerationRecords = 4096
+	DefaultMaxRequestBytes      = 16 << 20
+	DefaultMaxAttempts          = 6
+	DefaultRetryFirst           = 200 * time.Millisecond
+	DefaultRetryMost            = 5 * time.Second
+	DefaultTimeout              = 10 * time.Second
+)
+
+// Config is an Engine's configuration: zero fields take their defaults
+// (WithDefaults), then Validate reports every problem at once.
+type Config struct {
+	// MaxGenerationRecords caps the records of one generation, which is
+	// one record batch on the wire; default 4096.
+	MaxGenerationRecords int
+	// MaxGenerationBytes caps a generation's records' encoded size (the
+	// sum of Record.Size); required: the smallest record limit of the
+	// topics written, so a generation always fits one batch.
+	MaxGenerationBytes int
+	// MaxRequestBytes caps one produce request, which carries the
+	// generations of many partitions led by one broker; default 16 MiB.
+	MaxRequestBytes int
+	// MaxAttempts is how many times a generation refused with a retriable
+	// error is sent before Run ends with the error (a new session starts
+	// from the confirmed position); default 6.
+	MaxAttempts int
+	// RetryFirst and RetryMost bound the wait before a generation is sent
+	// again: it doubles from RetryFirst up to RetryMost; defaults 200 ms
+	// and 5 s.
+	RetryFirst, RetryMost time.Duration
+	// Codec and CompressionLevel compress each batch; default none.
+	Codec            sarama.CompressionCodec
+	CompressionLevel int
+	// Timeout is the broker's wait for the in-sync replicas' acks, sent in
+	// each request; default 10 s.
+	Timeout time.Duration
+	// Version is the Kafka protocol version spoken; it picks the produce
+	// request version (v8 and later carry per-record errors). Default
+	// sarama.V2_8_0_0.
+	Version sarama.KafkaVersion
+}
+
+// FromSarama takes the compression, timeout and version of a sarama
+// producer configuration.
+func FromSarama(sc *sarama.Config, maxGenerationBytes int) Config {
+	return Config{
+		MaxGenerationBytes: maxGenerationBytes,
+		Codec:              sc.Producer.Compression,
+		CompressionLevel:   sc.Producer.CompressionLevel,
+		Timeout:            sc.Producer.Timeout,
+		Version:            sc.Version,
+	}
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.MaxGenerationRecords == 0 {
+		c.MaxGenerationRecords = DefaultMaxGenerationRecords
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.RetryFirst == 0 {
+		c.RetryFirst = DefaultRetryFirst
+	}
+	if c.RetryMost == 0 {
+		c.RetryMost = DefaultRetryMost
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Version == (sarama.KafkaVersion{}) {
+		c.Version = sarama.V2_8_0_0
+	}
+	return c
+}
+
+// Validate reports every invalid field.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("produce.Config.%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.MaxGenerationRecords < 1 {
+		add("MaxGenerationRecords", "%d: must be at least 1", c.MaxGenerationRecords)
+	}
+	if c.MaxGenerationBytes < 1 {
+		add("MaxGenerationBytes", "%d: must be at least 1", c.MaxGenerationBytes)
+	}
+	if c.MaxRequestBytes < c.MaxGenerationBytes {
+		add("MaxRequestBytes", "%d: must hold one generation (%d bytes)", c.MaxRequestBytes, c.MaxGenerationBytes)
+	}
+	if c.MaxAttempts < 1 {
+		add("MaxAttempts", "%d: must be at least 1", c.MaxAttempts)
+	}
+	if c.RetryFirst <= 0 || c.RetryMost < c.RetryFirst {
+		add("RetryFirst", "%v..%v: must be positive and at most RetryMost", c.RetryFirst, c.RetryMost)
+	}
+	if c.Timeout <= 0 {
+		add("Timeout", "%v: must be positive", c.Timeout)
+	}
+	if !c.Version.IsAtLeast(sarama.V0_11_0_0) {
+		add("Version", "%v: record batches need Kafka 0.11 or later", c.Version)
+	}
+	return errors.Join(errs...)
+}
+
+// requestVersion is the produce request version for c.Version.
+func (c Config) requestVersion() int16 {
+	switch {
+	case c.Version.IsAtLeast(sarama.V3_7_0_0):
+		return 10
+	case c.Version.IsAtLeast(sarama.V2_8_0_0):
+		return 9
+	case c.Version.IsAtLeast(sarama.V2_4_0_0):
+		return 8
+	case c.Version.IsAtLeast(sarama.V2_1_0_0):
+		return 7
+	case c.Version.IsAtLeast(sarama.V2_0_0_0):
+		return 6
+	case c.Version.IsAtLeast(sarama.V1_0_0_0):
+		return 5
+	}
+	return 3
+}
