@@ -27,17 +27,17 @@ var errLimitLowered = errors.New("a topic accepts smaller records than the produ
 
 // pending is one event between the stream and the broker's ack.
 type pending struct {
-	msg      *sarama.ProducerMessage
-	rec      outbox.Record // msg's storage for an event the stream built
-	tok      ack.Token
-	size     int // sarama's encoded size of the record
-	id       uuid.UUID
-	lsn      pglogrepl.LSN // the INSERT's WAL position
-	commit   time.Time     // the transaction's commit time
-	reason   string        // set when the event cannot be produced at all
-	out      produce.Record // msg as the produce engine sees it
-	txn      pglogrepl.LSN // exactly-once: the transaction's final LSN (its BEGIN's)
-	end      pglogrepl.LSN // exactly-once: set on a transaction-end marker (msg nil), its end LSN
+	msg    *sarama.ProducerMessage
+	rec    outbox.Record // msg's storage for an event the stream built
+	tok    ack.Token
+	size   int // sarama's encoded size of the record
+	id     uuid.UUID
+	lsn    pglogrepl.LSN  // the INSERT's WAL position
+	commit time.Time      // the transaction's commit time
+	reason string         // set when the event cannot be produced at all
+	out    produce.Record // msg as the produce engine sees it
+	txn    pglogrepl.LSN  // exactly-once: the transaction's final LSN (its BEGIN's)
+	end    pglogrepl.LSN  // exactly-once: set on a transaction-end marker (msg nil), its end LSN
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.
@@ -64,7 +64,7 @@ type producerSession struct {
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
 	rejected rejectedSet // already in outbox_rejected: skipped on replay
-	eos      *eosFeeder // exactly-once mode: Kafka transactions instead of eng
+	eos      *eosFeeder  // exactly-once mode: Kafka transactions instead of eng
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }

@@ -16,7 +16,7 @@ func TestClassifyProduceError(t *testing.T) {
 		err  error
 		want Class
 	}{
-		{sarama.ErrUnknown, Retry}, // UNKNOWN_SERVER_ERROR: maybe a broker bug of the moment: bounded retries, then a new session
+		{sarama.ErrUnknown, Retry},                    // UNKNOWN_SERVER_ERROR: maybe a broker bug of the moment: bounded retries, then a new session
 		{sarama.ErrOutOfOrderSequenceNumber, Restart}, // the broker lost this producer's sequence: a new producer id
 		{sarama.ErrNotLeaderForPartition, Retry},
 		{sarama.ErrLeaderNotAvailable, Retry},
