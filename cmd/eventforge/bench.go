@@ -76,7 +76,7 @@ performance targets (PASS/MISS) and writes JSON.`,
 	fs.StringVar(&brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
 	fs.StringVar(&stages, "stages", bench.DefaultStages, "stages to run, comma-separated: drain, steady, worker, kafka")
 	fs.StringVar(&modes, "modes", bench.DefaultModes, "delivery modes of the drain, steady and kafka stages, comma-separated: at-least-once, exactly-once (cdc run --exactly-once)")
-	fs.StringVar(&shapes, "shapes", bench.DefaultShapes, "transaction shapes of the drain stage, comma-separated: bulk (1,000-row transactions), single (single-row transactions)")
+	fs.StringVar(&shapes, "shapes", bench.DefaultShapes, "transaction shapes of the drain stage, comma-separated: bulk (1,000-row transactions, a key per row), bulk:K (1,000-row transactions cycling over K keys: bulk:1 one hot key, bulk:1000 every transaction touching the same 1,000 keys), single (single-row transactions)")
 	fs.IntVar(&cfg.Repeat, "repeat", bench.DefaultRepeat, "runs of each drain shape and mode, each on a fresh database, and rounds of the steady stage, each running every mode in turn; above 1, a summary row per drain shape gives the median, min and max and flags runs below half the median events/s, and one per steady rate pools the runs' latency samples")
 	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")
 	fs.DurationVar(&cfg.SteadyDuration, "steady-duration", bench.DefaultSteadyDuration, "how long each steady-state rate runs")

@@ -28,7 +28,7 @@ func TestEndMarkerCoversAsyncCommits(t *testing.T) {
 	}
 	defer pool.Close()
 	for i := range 5 {
-		if _, err := pool.Exec(ctx, bulkInsert, i*100+1, i*100+100, "t"); err != nil {
+		if _, err := pool.Exec(ctx, bulkInsert, i*100+1, i*100+100, "t", int64(0)); err != nil {
 			t.Fatal(err)
 		}
 		inserted, err := db.lsn(ctx, "SELECT pg_current_wal_insert_lsn()::text")

@@ -104,6 +104,9 @@ func TestParseShapes(t *testing.T) {
 		{"single,bulk,single", "single,bulk", false},
 		{"", "", true},
 		{"bulk,1000", "", true},
+		{"bulk:1,bulk:10,bulk", "bulk:1,bulk:10,bulk", false},
+		{"bulk:0", "", true},
+		{"single:3", "", true},
 	} {
 		got, err := ParseShapes(tc.in)
 		if (err != nil) != tc.err || strings.Join(got, ",") != tc.want {

@@ -12,11 +12,13 @@ import (
 // The rows the bench writes look like the demo's: an order and its
 // order.created event keyed by the order id, a ~100-byte JSON payload.
 
-// bulkInsert writes outbox rows from..to (inclusive) in one transaction.
+// bulkInsert writes outbox rows from..to (inclusive) in one transaction,
+// row g keyed by g, or by g modulo $4 when $4 is positive.
 const bulkInsert = `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
-	SELECT gen_random_uuid(), 'orders', 'o-' || $3::text || '-' || g, 'order.created',
-	       jsonb_build_object('id', 'o-' || $3::text || '-' || g, 'customer', 'c' || (g % 97), 'amount', g % 10000 + 1, 'currency', 'EUR')
-	FROM generate_series($1::bigint, $2::bigint) AS g`
+	SELECT gen_random_uuid(), 'orders', k, 'order.created',
+	       jsonb_build_object('id', k, 'customer', 'c' || (g % 97), 'amount', g % 10000 + 1, 'currency', 'EUR')
+	FROM generate_series($1::bigint, $2::bigint) AS g,
+	     LATERAL (SELECT 'o-' || $3::text || '-' || CASE WHEN $4::bigint > 0 THEN g % $4::bigint ELSE g END AS k) AS key`
 
 // singleTxn writes one order and its event in one transaction (one statement,
 // one round trip).
@@ -45,6 +47,7 @@ END $$`
 type backlogShape struct {
 	Name       string
 	RowsPerTxn int // 1: single-row transactions with an orders row
+	Keys       int // above 0: rows cycle over this many keys (bulk only); 0: a key per row
 }
 
 // chunks splits events 1..total into pieces of at most size, calling fn for
@@ -84,7 +87,7 @@ func chunks(ctx context.Context, total, size, conns int, fn func(ctx context.Con
 func writeBacklog(ctx context.Context, pool *pgxpool.Pool, shape backlogShape, total, conns int, tag string) error {
 	if shape.RowsPerTxn > 1 {
 		return chunks(ctx, total, shape.RowsPerTxn, conns, func(ctx context.Context, from, to int) error {
-			return execSQL(ctx, pool, bulkInsert, int64(from), int64(to), tag)
+			return execSQL(ctx, pool, bulkInsert, int64(from), int64(to), tag, int64(shape.Keys))
 		})
 	}
 	return chunks(ctx, total, 1000, conns, func(ctx context.Context, from, to int) error {
@@ -110,7 +113,7 @@ func steadyTxn(pool *pgxpool.Pool, r Rate, tag string) func(ctx context.Context,
 	}
 	n := int64(r.RowsPerTxn)
 	return func(ctx context.Context, i int64) error {
-		_, err := pool.Exec(ctx, bulkInsert, i*n+1, (i+1)*n, tag)
+		_, err := pool.Exec(ctx, bulkInsert, i*n+1, (i+1)*n, tag, int64(0))
 		return err
 	}
 }
