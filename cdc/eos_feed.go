@@ -158,6 +158,12 @@ func (f *eosFeeder) take(ctx context.Context, p *pending) error {
 	if err != nil || !send {
 		return err
 	}
+	alone := f.ps.suspects.has(p.id, p.lsn)
+	if alone { // in a transaction of its own, where a refusal is its own
+		if err := f.commit(); err != nil {
+			return err
+		}
+	}
 	if !f.open {
 		if err := f.ps.prod.BeginTxn(); err != nil {
 			return fmt.Errorf("begin Kafka transaction: %w", err)
@@ -176,7 +182,7 @@ func (f *eosFeeder) take(ctx context.Context, p *pending) error {
 	f.size += int64(p.size)
 	f.cur = position.Max(f.cur, position.Position{FinalLSN: p.txn, RowLSN: p.lsn})
 	f.boundary = false
-	if len(f.held) >= f.maxHeld || f.size >= f.maxBytes {
+	if alone || len(f.held) >= f.maxHeld || f.size >= f.maxBytes {
 		return f.commit()
 	}
 	return nil
@@ -201,6 +207,7 @@ func (f *eosFeeder) commit() error {
 	f.ps.m.kafkaTxns.WithLabelValues("committed").Inc()
 	failpoint.Hit(failpoint.CDCEOSAfterKafkaCommit)
 	for i, p := range f.held {
+		f.ps.suspects.clear(p.id, p.lsn)
 		f.ps.delivered(p)
 		f.held[i] = nil
 	}
@@ -247,12 +254,34 @@ func (f *eosFeeder) failed(ctx context.Context, pe *sarama.ProducerError) error 
 	}
 	switch class {
 	case produce.Reject:
-		if err := f.ps.reject(ctx, p); err != nil {
-			return err
-		}
-		return fmt.Errorf("produce event %s to %s: set aside in outbox_rejected; the Kafka transaction is aborted and sent again without it: %w", p.id, p.msg.Topic, pe.Err)
+		return f.rejected(ctx, p, pe.Err)
 	case produce.Fatal:
 		return fatal(fmt.Errorf("produce event %s to %s: %w: %s", p.id, p.msg.Topic, pe.Err, produce.FatalHint(pe.Err)))
 	}
 	return fmt.Errorf("produce event %s to %s in a Kafka transaction: %w", p.id, p.msg.Topic, pe.Err)
+}
+
+// rejected handles a record refused for good. The error of a batch reaches
+// every record of it, so p is guilty only when it was alone in its
+// transaction or its own check found it too large; otherwise every held
+// record of its partition becomes a suspect, and the next session sends
+// each suspect alone. The Kafka transaction is aborted either way.
+func (f *eosFeeder) rejected(ctx context.Context, p *pending, err error) error {
+	guilty := len(f.held) == 1 || produce.Classify(err) == produce.TooLarge
+	if !guilty {
+		n := 0
+		for _, h := range f.held {
+			if h.msg.Topic == p.msg.Topic && h.msg.Partition == p.msg.Partition {
+				f.ps.suspects.add(h.id, h.lsn)
+				n++
+			}
+		}
+		return fmt.Errorf("produce to %s/%d: the broker refused a batch of %d events (%w); the Kafka transaction is aborted and its events are sent again one per transaction to find the refused ones",
+			p.msg.Topic, p.msg.Partition, n, err)
+	}
+	f.ps.suspects.clear(p.id, p.lsn)
+	if err := f.ps.reject(ctx, p); err != nil {
+		return err
+	}
+	return fmt.Errorf("produce event %s to %s: set aside in outbox_rejected; the Kafka transaction is aborted and sent again without it: %w", p.id, p.msg.Topic, err)
 }

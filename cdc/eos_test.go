@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/google/uuid"
 
 	"github.com/eventforge/eventforge/cdc/position"
 	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/testenv"
 )
 
 // The exactly-once failure windows (docs/design.md#exactly-once): the real
@@ -313,6 +315,64 @@ func TestEOSRefusedRecordIsSetAside(t *testing.T) {
 	}
 	if len(counts) != len(c.w.committed) {
 		t.Fatalf("%d distinct events in Kafka, want %d", len(counts), len(c.w.committed))
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside: in exactly-once mode a
+// backlog of one key holds two records older than the topic accepts and two
+// newer ones, in one Kafka transaction. sarama hands the batch's refusal to
+// every record of it, so the relay sends the suspects one per transaction:
+// exactly the old records land in outbox_rejected, and read_committed
+// readers see every other event once.
+func TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
+	t.Parallel()
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	cfg := testConfig(t, url, env.Brokers)
+	cfg.ExactlyOnce = true
+	db := connect(t, url)
+	topic := cfg.TopicPrefix + "orders"
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	first := uuid.New()
+	insertEvent(t, db, first, "k1", 100)
+	waitFor(t, 30*time.Second, "the first event committed in Kafka", func() bool { return len(committedCounts(t, env.Brokers, topic)) == 1 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "4000")
+	old := []uuid.UUID{uuid.New(), uuid.New()}
+	fresh := []uuid.UUID{uuid.New(), uuid.New()}
+	for _, id := range old {
+		insertEvent(t, db, id, "k1", 100)
+	}
+	time.Sleep(5 * time.Second) // their commit times are now older than the topic accepts
+	for _, id := range fresh {
+		insertEvent(t, db, id, "k1", 100)
+	}
+	r = startRelay(t, cfg)
+	var counts map[string]int
+	waitFor(t, 60*time.Second, "the fresh events committed in Kafka", func() bool {
+		counts = committedCounts(t, env.Brokers, topic)
+		return counts[fresh[0].String()] > 0 && counts[fresh[1].String()] > 0
+	})
+	noDuplicates(t, counts, "after the refusals")
+	for _, id := range old {
+		if counts[id.String()] != 0 {
+			t.Errorf("refused event %s is visible to read_committed", id)
+		}
+		if reason := rejectedReason(t, db, id); !strings.Contains(reason, "timestamp") {
+			t.Errorf("old event %s: reason %q, want the broker's timestamp refusal", id, reason)
+		}
+	}
+	for _, id := range append(fresh, first) {
+		if reason := rejectedReason(t, db, id); reason != "" {
+			t.Errorf("innocent event %s set aside: %s", id, reason)
+		}
 	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ type producerSession struct {
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
 	rejected rejectedSet // already in outbox_rejected: skipped on replay
+	suspects *suspectSet // exactly-once: events to send alone (the relay's, across sessions)
 	eos      *eosFeeder  // exactly-once mode: Kafka transactions instead of eng
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
