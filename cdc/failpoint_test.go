@@ -176,9 +176,10 @@ func countOf(counts map[string]int, ids []uuid.UUID) (present, records int) {
 	return present, records
 }
 
-// TestFailpointAfterProduceBeforeAck: the first record of a 20-event
-// transaction is handed to the producer and the relay dies. The slot must
-// still replay the transaction, and at most that one record can be in Kafka.
+// TestFailpointAfterProduceBeforeAck: the first generation of a 20-event
+// transaction is handed to the producer and the relay dies before the
+// request is on the wire. The slot must still replay the transaction, and
+// at most one record can be in Kafka.
 func TestFailpointAfterProduceBeforeAck(t *testing.T) {
 	t.Parallel()
 	c := newFPCase(t)

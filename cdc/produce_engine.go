@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/cdc/produce"
+	"github.com/eventforge/eventforge/internal/failpoint"
 )
 
 // Retries of a partition's records the broker refused with a retriable
@@ -65,6 +66,7 @@ func newEngine(client sarama.Client, sc *sarama.Config, maxBytes int, h pendingH
 			return h.tooLarge(ctx, pendingOf(r), err)
 		},
 		Failed: func(r *produce.Record, err error) { h.failed(pendingOf(r), err) },
+		Sent:   func() { failpoint.Hit(failpoint.CDCAfterProduceBeforeAck) },
 		Fatal: func(r *produce.Record, err error) error {
 			p := pendingOf(r)
 			return fatal(fmt.Errorf("produce event %s to %s: %w: %s", p.id, p.msg.Topic, err, produce.FatalHint(err)))

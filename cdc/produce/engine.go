@@ -62,6 +62,9 @@ type Hooks struct {
 	Failed func(r *Record, err error)
 	// Fatal makes the error Run returns for a refusal no retry can fix.
 	Fatal func(r *Record, err error) error
+	// Sent, if set, is called each time a generation is handed to the
+	// sender of its partition's leader (a failpoint of the relay's tests).
+	Sent func()
 }
 
 // Cluster is what the engine needs of a sarama.Client.
@@ -341,6 +344,9 @@ func (e *Engine[T]) send(g *generation) {
 		go s.run()
 	}
 	s.add(g)
+	if e.hooks.Sent != nil {
+		e.hooks.Sent()
+	}
 }
 
 // settle acts on one request's outcome, generation by generation.
