@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 )
 
-func TestClassifyProduceError(t *testing.T) {
+func TestClassify(t *testing.T) {
 	cases := []struct {
 		err  error
 		want Class
