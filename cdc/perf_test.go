@@ -18,7 +18,7 @@ import (
 )
 
 // TestBigTransactionMemory runs in make test (a million-row
-// transaction under 300 MB). The others measure and are not part of the
+// transaction under 100 MB). The others measure and are not part of the
 // normal run:
 //
 //	EVENTFORGE_BIG=1 go test -run TestBacklog -v -timeout 30m ./cdc/
@@ -78,7 +78,7 @@ const bulkInsert = `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, 
 	FROM generate_series(%d, %d) AS g`
 
 // TestBigTransactionMemory relays one 1,000,000-row transaction through a
-// relay subprocess and reports its peak RSS (target: under 300 MB).
+// relay subprocess and reports its peak RSS (target: under 100 MB).
 func TestBigTransactionMemory(t *testing.T) {
 	const rows = 1_000_000
 	env := testenv.Shared(t)
@@ -100,8 +100,8 @@ func TestBigTransactionMemory(t *testing.T) {
 	}
 	hwm := vmHWM(t, p.cmd.Process.Pid)
 	t.Logf("relayed %d events of one transaction in %s (%.0f events/s after commit); relay peak RSS (VmHWM) %d MB", rows, took.Round(time.Millisecond), rows/took.Seconds(), hwm>>10)
-	if hwm > 300<<10 {
-		t.Errorf("peak RSS %d MB is over 300 MB", hwm>>10)
+	if hwm > 100<<10 {
+		t.Errorf("peak RSS %d MB is over 100 MB", hwm>>10)
 	}
 	if code := p.terminate(t); code != 0 {
 		t.Fatalf("exit code %d", code)
