@@ -141,7 +141,8 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 	r := startRelay(t, cfg)
 	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
 
-	load := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 3, keys: 100, pause: 5 * time.Millisecond}
+	// One writer: its commit order is the order across keys too.
+	load := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 1, keys: 300, pause: 2 * time.Millisecond}
 	ctx, stopLoad := context.WithCancel(context.Background())
 	loadDone := make(chan struct{})
 	go func() { defer close(loadDone); load.run(ctx, url) }()
@@ -173,7 +174,7 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 	// committed event is there (none lost).
 	col := consume(t, k.Brokers(), topic)
 	dups := waitDistinct(t, col, load.ids, 120*time.Second)
-	got := map[string][]uuid.UUID{}
+	got, gotByPartition := map[string][]uuid.UUID{}, map[string][]uuid.UUID{}
 	for _, m := range col.records() {
 		s, _ := header(m, "event_id")
 		id, err := uuid.Parse(s)
@@ -181,6 +182,10 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 			t.Fatalf("record without an event id: %q", s)
 		}
 		got[string(m.Key)] = append(got[string(m.Key)], id)
+		gotByPartition[fmt.Sprint(m.Partition)] = append(gotByPartition[fmt.Sprint(m.Partition)], id)
+	}
+	if bad, example := firstOccurrenceViolations(byPartition(load, cfg.TopicPartitions), gotByPartition); bad > 0 {
+		t.Errorf("%d partitions with first occurrences out of commit order across keys; %s", bad, example)
 	}
 	bad, example := firstOccurrenceViolations(load.byKey, got)
 	t.Logf("%d committed events over %d keys, %d duplicates, %.0f produce errors, %.0f sessions",
@@ -223,17 +228,7 @@ func TestPartitionFollowsCommitOrder(t *testing.T) {
 	col := consume(t, env.Brokers, topic)
 	waitDistinct(t, col, load.ids, 60*time.Second)
 
-	want := map[string][]uuid.UUID{} // partition -> commit order
-	key := map[uuid.UUID]string{}
-	for k, ids := range load.byKey {
-		for _, id := range ids {
-			key[id] = k
-		}
-	}
-	for _, id := range load.order {
-		p := fmt.Sprint(kafka.PartitionForKey([]byte(key[id]), 3))
-		want[p] = append(want[p], id)
-	}
+	want := byPartition(load, 3)
 	got := map[string][]uuid.UUID{}
 	for _, m := range col.records() {
 		s, _ := header(m, "event_id")
@@ -245,6 +240,23 @@ func TestPartitionFollowsCommitOrder(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// byPartition is the commit order of a one-writer load's events per
+// partition (named by number) of a topic of n partitions.
+func byPartition(l *orderLoad, n int32) map[string][]uuid.UUID {
+	key := map[uuid.UUID]string{}
+	for k, ids := range l.byKey {
+		for _, id := range ids {
+			key[id] = k
+		}
+	}
+	out := map[string][]uuid.UUID{}
+	for _, id := range l.order {
+		p := fmt.Sprint(kafka.PartitionForKey([]byte(key[id]), n))
+		out[p] = append(out[p], id)
+	}
+	return out
 }
 
 // TestFirstOccurrenceViolations checks the order check itself.
