@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"sort"
@@ -295,5 +296,63 @@ func TestConfigValidateNamesEveryField(t *testing.T) {
 	}
 	if err := (Config{MaxGenerationBytes: 1000}).WithDefaults().Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
+	}
+}
+
+// TestEngineRandomRefusals drives the engine with random answers (accepted,
+// retriable, a batch refused naming random records or none, too large) and
+// checks the contract whatever happens: every record is settled exactly
+// once, and the delivered ones of each partition keep their input order.
+func TestEngineRandomRefusals(t *testing.T) {
+	for seed := range int64(20) {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(uint64(seed), 0))
+			var responses []any
+			for range 300 {
+				switch rnd.IntN(6) {
+				case 0:
+					responses = append(responses, refuse(sarama.ErrNotLeaderForPartition))
+				case 1:
+					responses = append(responses, refuse(sarama.ErrInvalidRecord, int32(rnd.IntN(8))))
+				case 2:
+					responses = append(responses, refuse(sarama.ErrPolicyViolation))
+				case 3:
+					responses = append(responses, refuse(sarama.ErrMessageSizeTooLarge))
+				default:
+					responses = append(responses, ok(0))
+				}
+			}
+			responses = append(responses, ok(0)) // the last answer repeats
+			b := mockCluster(t, 1, responses...)
+			var values []string
+			for i := range 60 {
+				values = append(values, fmt.Sprintf("v%02d", i))
+			}
+			r := run{cfg: Config{MaxAttempts: 1000, MaxGenerationRecords: 8},
+				tooLarge: func(*Record, error) (string, error) { return "too large", nil }}
+			got, err := r.do(t, b, values...)
+			if err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			settled := map[string]int{}
+			var delivered []string
+			for _, s := range got {
+				what, rest, _ := strings.Cut(s, " ")
+				v, _, _ := strings.Cut(rest, ":")
+				settled[v]++
+				if what == "delivered" {
+					delivered = append(delivered, v)
+				}
+			}
+			for _, v := range values {
+				if settled[v] != 1 {
+					t.Fatalf("%s settled %d times; settlements %q", v, settled[v], got)
+				}
+			}
+			if !slices.IsSorted(delivered) {
+				t.Fatalf("delivered out of order: %q", delivered)
+			}
+			t.Logf("%d delivered, %d set aside, %d requests", len(delivered), len(values)-len(delivered), len(sent(b)))
+		})
 	}
 }
