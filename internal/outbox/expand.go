@@ -182,6 +182,9 @@ func inferStruct(path string, named bool, n *jnode) (*cschema, error) {
 		if err != nil {
 			return nil, err
 		}
+		if fs != nil && k == "" {
+			return nil, errNoExpansion // Kafka Connect refuses an empty field name
+		}
 		if fs != nil && !seen[k] {
 			seen[k] = true
 			s.fields = append(s.fields, cfield{name: k, schema: fs})
