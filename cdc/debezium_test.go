@@ -1,0 +1,209 @@
+package cdc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/testenv"
+)
+
+// debeziumOutbox creates a table shaped like Debezium's outbox example
+// (payload of the given type) and a publication of its inserts, and
+// returns the relay configuration that reads it with the debezium preset.
+func debeziumOutbox(t *testing.T, db *pgx.Conn, url string, brokers []string, payloadType string) Config {
+	t.Helper()
+	table := testenv.UniqueName("outbox")
+	pub := testenv.UniqueName("pub")
+	mustExec(t, db, `CREATE TABLE `+table+` (id uuid PRIMARY KEY, aggregatetype varchar(255) NOT NULL,
+		aggregateid varchar(255) NOT NULL, type varchar(255) NOT NULL, payload `+payloadType+`)`)
+	mustExec(t, db, `CREATE PUBLICATION `+pub+` FOR TABLE `+table+` WITH (publish = 'insert')`)
+	cfg := testConfig(t, url, brokers)
+	m, err := outbox.Preset(outbox.PresetDebezium)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Table = "public." + table
+	cfg.Mapping, cfg.Publication = m, pub
+	return cfg
+}
+
+// payloadShapes are the JSON payloads compared: the shapes the golden
+// tests of the converters use (nested objects, unicode and escapes, 1.0,
+// 1e3, big integers, key order, empty object and array, null, …).
+func payloadShapes(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../internal/outbox/testdata/connect/shapes.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(shapes) < 20 {
+		t.Fatalf("%d shapes", len(shapes))
+	}
+	return shapes
+}
+
+// deleteTopics removes the topics a test created.
+func deleteTopics(t *testing.T, brokers []string, topics ...string) {
+	t.Cleanup(func() {
+		admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
+		if err != nil {
+			t.Logf("delete topics: %v", err)
+			return
+		}
+		defer admin.Close()
+		for _, topic := range topics {
+			if err := admin.DeleteTopic(topic); err != nil {
+				t.Logf("delete topic %s: %v", topic, err)
+			}
+		}
+	})
+}
+
+// payloadCase is one row the test inserts: its payload as a SQL text
+// parameter (nil: NULL) or, for bytea, raw bytes.
+type payloadCase struct {
+	text  *string
+	bytes []byte
+}
+
+func str(s string) *string { return &s }
+
+// TestDebeziumValuesAreThePayloadsText: with the debezium preset, each
+// record's value through the real relay is byte for byte what PostgreSQL
+// prints for the payload (SELECT payload::text), for jsonb, json and text
+// payloads of every shape; bytea is the bytes themselves; a NULL payload
+// gives a record without a value. Before, json and jsonb values were
+// compacted ({"a":1} where Debezium writes {"a": 1}).
+func TestDebeziumValuesAreThePayloadsText(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	shapes := payloadShapes(t)
+	var jsonCases []payloadCase
+	for _, s := range shapes {
+		jsonCases = append(jsonCases, payloadCase{text: str(s)})
+	}
+	jsonCases = append(jsonCases, payloadCase{})
+	texts := []payloadCase{{text: str(`plain "text", é, tab	`)}, {text: str(`{"t":  1}`)}, {text: str("")}, {}}
+	raws := []payloadCase{{bytes: []byte{0, 0xff, 0x10, '\\'}}, {bytes: []byte{}}, {bytes: []byte(`{"a": 1}`)}, {}}
+	cases := map[string][]payloadCase{"jsonb": jsonCases, "json": jsonCases, "text": texts, "bytea": raws}
+
+	type run struct {
+		cfg   Config
+		topic string
+		ids   []uuid.UUID
+	}
+	runs := map[string]*run{}
+	for typ := range cases {
+		cfg := debeziumOutbox(t, db, url, env.Brokers, typ)
+		r := startRelay(t, cfg)
+		runs[typ] = &run{cfg: cfg, topic: cfg.TopicPrefix + "Order"}
+		deleteTopics(t, env.Brokers, cfg.TopicPrefix+"Order")
+		waitFor(t, 30*time.Second, typ+" relay streaming", func() bool { return r.State() == stateStreaming })
+	}
+	for typ, cs := range cases {
+		rn := runs[typ]
+		for i, c := range cs {
+			id := uuid.New()
+			var payload any
+			switch {
+			case c.text != nil:
+				payload = *c.text
+			case c.bytes != nil:
+				payload = c.bytes
+			}
+			cast := "::" + typ
+			if typ == "bytea" {
+				cast = ""
+			}
+			mustExec(t, db, `INSERT INTO `+rn.cfg.Mapping.Table+` (id, aggregatetype, aggregateid, type, payload)
+				VALUES ($1, 'Order', $2, 'OrderCreated', $3`+cast+`)`, id, "order-"+string(rune('a'+i%26)), payload)
+			rn.ids = append(rn.ids, id)
+		}
+	}
+	for typ, rn := range runs {
+		col := consume(t, env.Brokers, rn.topic)
+		waitFor(t, 30*time.Second, typ+" records", func() bool { return col.len() >= len(rn.ids) })
+		compared := 0
+		for _, msg := range col.records() {
+			id, _ := header(msg, "id")
+			var want []byte
+			sql := `SELECT convert_to(payload::text, 'UTF8') FROM ` + rn.cfg.Mapping.Table + ` WHERE id = $1`
+			if typ == "bytea" {
+				sql = `SELECT payload FROM ` + rn.cfg.Mapping.Table + ` WHERE id = $1`
+			}
+			if err := db.QueryRow(context.Background(), sql, id).Scan(&want); err != nil {
+				t.Fatalf("%s %s: %v", typ, id, err)
+			}
+			switch {
+			case want == nil && msg.Value != nil:
+				t.Errorf("%s: NULL payload gave value %q, want none", typ, msg.Value)
+			case want != nil && !bytes.Equal(msg.Value, want):
+				t.Errorf("%s: value\n%q\nwant PostgreSQL's text\n%q", typ, msg.Value, want)
+			}
+			compared++
+		}
+		if compared != len(rn.ids) {
+			t.Errorf("%s: compared %d records, want %d", typ, compared, len(rn.ids))
+		}
+	}
+}
+
+// TestDebeziumConvertersThroughTheRelay: the JsonConverter forms and the
+// context headers reach Kafka through the relay: the value is the schema
+// envelope Debezium's router and JsonConverter write for a nullable jsonb
+// payload around PostgreSQL's text, the key the envelope of a NOT NULL
+// varchar, and the headers the connector's four, then id.
+func TestDebeziumConvertersThroughTheRelay(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	cfg.Mapping.ValueConverter = outbox.ConverterJSONSchemas
+	cfg.Mapping.KeyConverter = outbox.ConverterJSONSchemas
+	cfg.Mapping.DebeziumLogicalName = "dbserver1"
+	topic := cfg.TopicPrefix + "Order"
+	deleteTopics(t, env.Brokers, topic)
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	shapes := payloadShapes(t)
+	for _, s := range shapes {
+		mustExec(t, db, `INSERT INTO `+cfg.Mapping.Table+` VALUES ($1, 'Order', 'order-1', 'OrderCreated', $2::jsonb)`, uuid.New(), s)
+	}
+	col := consume(t, env.Brokers, topic)
+	waitFor(t, 30*time.Second, "records", func() bool { return col.len() >= len(shapes) })
+	const schema = `{"schema":{"type":"string","optional":true,"name":"io.debezium.data.Json","version":1},"payload":`
+	for _, msg := range col.records() {
+		if string(msg.Key) != `{"schema":{"type":"string","optional":false},"payload":"order-1"}` {
+			t.Fatalf("key %s", msg.Key)
+		}
+		id, _ := header(msg, "id")
+		var text string
+		if err := db.QueryRow(context.Background(), `SELECT payload::text FROM `+cfg.Mapping.Table+` WHERE id = $1`, id).Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		var env struct{ Payload string }
+		if !bytes.HasPrefix(msg.Value, []byte(schema)) || json.Unmarshal(msg.Value, &env) != nil || env.Payload != text {
+			t.Errorf("value %s, want the envelope around %q", msg.Value, text)
+		}
+		var names []string
+		for _, h := range msg.Headers {
+			names = append(names, string(h.Key))
+		}
+		if got := strings.Join(names, ","); got != "__debezium.context.connectorLogicalName,__debezium.context.taskId,__debezium.context.connectorName,__debezium.context.runId,id" {
+			t.Errorf("headers %s", got)
+		}
+	}
+}
