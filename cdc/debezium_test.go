@@ -80,6 +80,69 @@ type payloadCase struct {
 
 func str(s string) *string { return &s }
 
+// value is the case's payload as a query argument.
+func (c payloadCase) value() any {
+	switch {
+	case c.text != nil:
+		return *c.text
+	case c.bytes != nil:
+		return c.bytes
+	}
+	return nil
+}
+
+// payloadRun is one relay reading one Debezium-shaped outbox.
+type payloadRun struct {
+	typ   string
+	cfg   Config
+	topic string
+	ids   []uuid.UUID
+}
+
+// insert commits each case as a row of the run's table.
+func (rn *payloadRun) insert(t *testing.T, db *pgx.Conn, cases []payloadCase) {
+	t.Helper()
+	cast := "::" + rn.typ
+	if rn.typ == "bytea" {
+		cast = ""
+	}
+	for i, c := range cases {
+		id := uuid.New()
+		mustExec(t, db, `INSERT INTO `+rn.cfg.Mapping.Table+` (id, aggregatetype, aggregateid, type, payload)
+			VALUES ($1, 'Order', $2, 'OrderCreated', $3`+cast+`)`, id, "order-"+string(rune('a'+i%26)), c.value())
+		rn.ids = append(rn.ids, id)
+	}
+}
+
+// check compares every record's value with PostgreSQL's text of its row's
+// payload (bytea: the bytes; NULL: no value).
+func (rn *payloadRun) check(t *testing.T, db *pgx.Conn, brokers []string) {
+	t.Helper()
+	col := consume(t, brokers, rn.topic)
+	waitFor(t, 30*time.Second, rn.typ+" records", func() bool { return col.len() >= len(rn.ids) })
+	sql := `SELECT convert_to(payload::text, 'UTF8') FROM ` + rn.cfg.Mapping.Table + ` WHERE id = $1`
+	if rn.typ == "bytea" {
+		sql = `SELECT payload FROM ` + rn.cfg.Mapping.Table + ` WHERE id = $1`
+	}
+	recs := col.records()
+	for _, msg := range recs {
+		id, _ := header(msg, "id")
+		var want []byte
+		if err := db.QueryRow(context.Background(), sql, id).Scan(&want); err != nil {
+			t.Fatalf("%s %s: %v", rn.typ, id, err)
+		}
+		switch {
+		case want == nil && msg.Value != nil:
+			t.Errorf("%s: NULL payload gave value %q, want none", rn.typ, msg.Value)
+		case want != nil && !bytes.Equal(msg.Value, want):
+			t.Errorf("%s: value\n%q\nwant PostgreSQL's text\n%q", rn.typ, msg.Value, want)
+		}
+	}
+	if len(recs) != len(rn.ids) {
+		t.Errorf("%s: %d records, want %d", rn.typ, len(recs), len(rn.ids))
+	}
+}
+
 // TestDebeziumValuesAreThePayloadsText: with the debezium preset, each
 // record's value through the real relay is byte for byte what PostgreSQL
 // prints for the payload (SELECT payload::text), for jsonb, json and text
@@ -90,74 +153,30 @@ func TestDebeziumValuesAreThePayloadsText(t *testing.T) {
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
-	shapes := payloadShapes(t)
 	var jsonCases []payloadCase
-	for _, s := range shapes {
+	for _, s := range payloadShapes(t) {
 		jsonCases = append(jsonCases, payloadCase{text: str(s)})
 	}
 	jsonCases = append(jsonCases, payloadCase{})
-	texts := []payloadCase{{text: str(`plain "text", é, tab	`)}, {text: str(`{"t":  1}`)}, {text: str("")}, {}}
-	raws := []payloadCase{{bytes: []byte{0, 0xff, 0x10, '\\'}}, {bytes: []byte{}}, {bytes: []byte(`{"a": 1}`)}, {}}
-	cases := map[string][]payloadCase{"jsonb": jsonCases, "json": jsonCases, "text": texts, "bytea": raws}
-
-	type run struct {
-		cfg   Config
-		topic string
-		ids   []uuid.UUID
+	cases := map[string][]payloadCase{
+		"jsonb": jsonCases, "json": jsonCases,
+		"text":  {{text: str(`plain "text", é, tab	`)}, {text: str(`{"t":  1}`)}, {text: str("")}, {}},
+		"bytea": {{bytes: []byte{0, 0xff, 0x10, '\\'}}, {bytes: []byte{}}, {bytes: []byte(`{"a": 1}`)}, {}},
 	}
-	runs := map[string]*run{}
+	var runs []*payloadRun
 	for typ := range cases {
 		cfg := debeziumOutbox(t, db, url, env.Brokers, typ)
+		rn := &payloadRun{typ: typ, cfg: cfg, topic: cfg.TopicPrefix + "Order"}
+		deleteTopics(t, env.Brokers, rn.topic)
 		r := startRelay(t, cfg)
-		runs[typ] = &run{cfg: cfg, topic: cfg.TopicPrefix + "Order"}
-		deleteTopics(t, env.Brokers, cfg.TopicPrefix+"Order")
 		waitFor(t, 30*time.Second, typ+" relay streaming", func() bool { return r.State() == stateStreaming })
+		runs = append(runs, rn)
 	}
-	for typ, cs := range cases {
-		rn := runs[typ]
-		for i, c := range cs {
-			id := uuid.New()
-			var payload any
-			switch {
-			case c.text != nil:
-				payload = *c.text
-			case c.bytes != nil:
-				payload = c.bytes
-			}
-			cast := "::" + typ
-			if typ == "bytea" {
-				cast = ""
-			}
-			mustExec(t, db, `INSERT INTO `+rn.cfg.Mapping.Table+` (id, aggregatetype, aggregateid, type, payload)
-				VALUES ($1, 'Order', $2, 'OrderCreated', $3`+cast+`)`, id, "order-"+string(rune('a'+i%26)), payload)
-			rn.ids = append(rn.ids, id)
-		}
+	for _, rn := range runs {
+		rn.insert(t, db, cases[rn.typ])
 	}
-	for typ, rn := range runs {
-		col := consume(t, env.Brokers, rn.topic)
-		waitFor(t, 30*time.Second, typ+" records", func() bool { return col.len() >= len(rn.ids) })
-		compared := 0
-		for _, msg := range col.records() {
-			id, _ := header(msg, "id")
-			var want []byte
-			sql := `SELECT convert_to(payload::text, 'UTF8') FROM ` + rn.cfg.Mapping.Table + ` WHERE id = $1`
-			if typ == "bytea" {
-				sql = `SELECT payload FROM ` + rn.cfg.Mapping.Table + ` WHERE id = $1`
-			}
-			if err := db.QueryRow(context.Background(), sql, id).Scan(&want); err != nil {
-				t.Fatalf("%s %s: %v", typ, id, err)
-			}
-			switch {
-			case want == nil && msg.Value != nil:
-				t.Errorf("%s: NULL payload gave value %q, want none", typ, msg.Value)
-			case want != nil && !bytes.Equal(msg.Value, want):
-				t.Errorf("%s: value\n%q\nwant PostgreSQL's text\n%q", typ, msg.Value, want)
-			}
-			compared++
-		}
-		if compared != len(rn.ids) {
-			t.Errorf("%s: compared %d records, want %d", typ, compared, len(rn.ids))
-		}
+	for _, rn := range runs {
+		rn.check(t, db, env.Brokers)
 	}
 }
 

@@ -24,27 +24,7 @@ func TestDebeziumDocNamesRealTests(t *testing.T) {
 	if len(named) < 15 {
 		t.Fatalf("docs/debezium.md names %d tests", len(named))
 	}
-	defined := map[string]bool{}
-	def := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".eventforge" || d.Name() == "node_modules") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range def.FindAllStringSubmatch(string(b), -1) {
-			defined[m[1]] = true
-		}
-		return nil
-	})
+	defined, err := definedTests(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,4 +33,27 @@ func TestDebeziumDocNamesRealTests(t *testing.T) {
 			t.Errorf("docs/debezium.md names %s, which no test file defines", name)
 		}
 	}
+}
+
+// definedTests are the names of the test functions of the module's test
+// files.
+func definedTests(root string) (map[string]bool, error) {
+	defined := map[string]bool{}
+	def := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && (d.Name() == ".git" || d.Name() == ".eventforge" || d.Name() == "node_modules"):
+			return filepath.SkipDir
+		case d.IsDir() || !strings.HasSuffix(path, "_test.go"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		for _, m := range def.FindAllStringSubmatch(string(b), -1) {
+			defined[m[1]] = true
+		}
+		return err
+	})
+	return defined, err
 }

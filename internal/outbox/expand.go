@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -197,6 +196,24 @@ func inferStruct(path string, named bool, n *jnode) (*cschema, error) {
 // of one type (numbers of one schema type); objects must agree on their
 // schema.
 func inferItems(path string, named bool, n *jnode) (*cschema, error) {
+	ref, err := arrayRef(n)
+	if err != nil {
+		return nil, err
+	}
+	if ref.kind == 'o' {
+		return inferObjectItems(path, named, n)
+	}
+	s, err := infer("", false, ref)
+	if err == nil && s == nil {
+		err = errNoExpansion
+	}
+	return s, err
+}
+
+// arrayRef is the first non-null element, once every non-null element is
+// known to be of its type: else the router's "not a homogenous array" or,
+// for only nulls, "unrecognized member schema".
+func arrayRef(n *jnode) (*jnode, error) {
 	var ref *jnode
 	for _, e := range n.elems {
 		if e.kind == 'z' {
@@ -206,19 +223,17 @@ func inferItems(path string, named bool, n *jnode) (*cschema, error) {
 			ref = e
 		}
 		if e.kind != ref.kind || e.kind == 'n' && numberType(e.text) != numberType(ref.text) {
-			return nil, errNoExpansion // the router: "not a homogenous array"
+			return nil, errNoExpansion
 		}
 	}
 	if ref == nil {
-		return nil, errNoExpansion // only nulls: "unrecognized member schema"
+		return nil, errNoExpansion
 	}
-	if ref.kind != 'o' {
-		s, err := infer("", false, ref)
-		if err == nil && s == nil {
-			err = errNoExpansion
-		}
-		return s, err
-	}
+	return ref, nil
+}
+
+// inferObjectItems is the schema of an array's objects, which must agree.
+func inferObjectItems(path string, named bool, n *jnode) (*cschema, error) {
 	var first *cschema
 	for _, e := range n.elems {
 		if e.kind != 'o' {
@@ -357,27 +372,14 @@ type expandedConverter struct {
 }
 
 func (c expandedConverter) AppendValue(dst []byte, e *Event) ([]byte, bool, error) {
-	plain := jsonConverter{schemas: c.schemas, optional: c.optional}
-	if e.NoPayload || e.PayloadKind == PayloadBinary || len(e.Payload) == 0 || e.Payload[0] != '{' && e.Payload[0] != '[' {
-		return plain.AppendValue(dst, e)
-	}
-	doc, err := parseJSON(e.Payload)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return plain.AppendValue(dst, e)
-	}
-	if doc == nil {
-		return plain.AppendValue(dst, e)
-	}
-	s, err := infer(c.name, true, doc)
+	doc, s, err := c.expand(e)
 	switch {
 	case errors.Is(err, errNoExpansion):
-		return plain.AppendValue(dst, e)
+		return jsonConverter{schemas: c.schemas, optional: c.optional}.AppendValue(dst, e)
 	case err != nil:
 		return dst, false, fmt.Errorf("event %s: %w", e.ID, err)
 	case s == nil: // an empty top-level array: no schema, the string kept
 		return c.appendSchemaless(dst, e), true, nil
-	case s.typ != "struct":
-		return dst, false, fmt.Errorf("event %s: %w: a top-level array (the router's conversion fails on it)", e.ID, errNotReproduced)
 	}
 	start := len(dst)
 	if c.schemas {
@@ -392,6 +394,25 @@ func (c expandedConverter) AppendValue(dst []byte, e *Event) ([]byte, bool, erro
 		dst = append(dst, '}')
 	}
 	return dst, true, nil
+}
+
+// expand parses e's payload and infers its schema as the router does;
+// errNoExpansion when the router keeps the string, errNotReproduced where
+// its conversion fails.
+func (c expandedConverter) expand(e *Event) (*jnode, *cschema, error) {
+	p := e.Payload
+	if e.NoPayload || e.PayloadKind == PayloadBinary || len(p) == 0 || p[0] != '{' && p[0] != '[' {
+		return nil, nil, errNoExpansion
+	}
+	doc, err := parseJSON(p)
+	if err != nil {
+		return nil, nil, errNoExpansion
+	}
+	s, err := infer(c.name, true, doc)
+	if err == nil && s != nil && s.typ != "struct" {
+		err = fmt.Errorf("%w: a top-level array (the router's conversion fails on it)", errNotReproduced)
+	}
+	return doc, s, err
 }
 
 // appendSchemaless writes the string payload under no schema.
