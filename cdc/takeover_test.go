@@ -2,7 +2,6 @@ package cdc
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -113,19 +112,10 @@ func TestTakeOverRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
 			c.setup(&cfg)
-			r := startRelay(t, cfg)
-			select {
-			case <-r.done:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the relay did not stop")
-			}
-			var fe *FatalError
-			if !errors.As(r.err, &fe) || !errors.Is(r.err, c.kind) {
-				t.Fatalf("err %v, want a fatal %v", r.err, c.kind)
-			}
+			err := startRelay(t, cfg).waitFatal(t, c.kind)
 			for _, w := range c.want {
-				if !strings.Contains(r.err.Error(), w) {
-					t.Errorf("error %q does not say %q", r.err, w)
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
 		})
