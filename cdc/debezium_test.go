@@ -226,3 +226,35 @@ func TestDebeziumConvertersThroughTheRelay(t *testing.T) {
 		}
 	}
 }
+
+// TestExpandedPayloadTheRouterCannotConvert: with the expanded converter a
+// payload on which the router's conversion fails (an integer beyond 64
+// bits: Debezium's task stops) is set aside in outbox_rejected with that
+// reason, and the rows after it are published.
+func TestExpandedPayloadTheRouterCannotConvert(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	cfg.Mapping.ValueConverter = outbox.ConverterJSONExpanded
+	topic := cfg.TopicPrefix + "Order"
+	deleteTopics(t, env.Brokers, topic)
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	bad, good := uuid.New(), uuid.New()
+	mustExec(t, db, `INSERT INTO `+cfg.Mapping.Table+` VALUES ($1, 'Order', 'k', 'T', '{"big": 123456789012345678901234567890}')`, bad)
+	mustExec(t, db, `INSERT INTO `+cfg.Mapping.Table+` VALUES ($1, 'Order', 'k', 'T', '{"n": 1e3, "s": "x"}')`, good)
+	col := consume(t, env.Brokers, topic)
+	waitFor(t, 30*time.Second, "the good record", func() bool { return col.len() >= 1 })
+	var reason string
+	waitFor(t, 30*time.Second, "the bad row in outbox_rejected", func() bool {
+		return db.QueryRow(context.Background(), `SELECT reason FROM outbox_rejected WHERE event_id = $1`, bad).Scan(&reason) == nil
+	})
+	if !strings.Contains(reason, "does not fit 64 bits") {
+		t.Errorf("reason %q", reason)
+	}
+	recs := col.records()
+	if id, _ := header(recs[0], "id"); len(recs) != 1 || id != good.String() || string(recs[0].Value) != `{"n":1000,"s":"x"}` {
+		t.Fatalf("records %d, first %s %s", len(recs), id, recs[0].Value)
+	}
+}
