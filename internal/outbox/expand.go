@@ -45,31 +45,46 @@ type jnode struct {
 	elems []*jnode // object values (parallel to keys) or array elements
 }
 
+// Jackson's default limits (StreamReadConstraints, StreamWriteConstraints):
+// 1000 levels of nesting when reading and when writing, 1000 digits of an
+// integer when reading.
+const (
+	jacksonMaxDepth  = 1000
+	jacksonMaxDigits = 1000
+)
+
+// errJacksonLimit is a payload Jackson refuses to read.
+var errJacksonLimit = errors.New("beyond Jackson's read limits")
+
 // parseJSON parses the first JSON value of src as Jackson's readTree does:
-// a repeated key keeps its first position and takes the last value.
+// a repeated key keeps its first position and takes the last value;
+// deeper nesting or longer integers than Jackson reads are errors.
 func parseJSON(src []byte) (*jnode, error) {
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()
-	return parseValue(dec)
+	return parseValue(dec, 0)
 }
 
-func parseValue(dec *json.Decoder) (*jnode, error) {
+func parseValue(dec *json.Decoder, depth int) (*jnode, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth++; depth > jacksonMaxDepth {
+			return nil, errJacksonLimit
+		}
 		if t == '{' {
-			return parseObject(dec)
+			return parseObject(dec, depth)
 		}
-		if t == '[' {
-			return parseArray(dec)
-		}
-		return nil, fmt.Errorf("unexpected %q", t)
+		return parseArray(dec, depth) // Token never returns a closing delimiter here
 	case string:
 		return &jnode{kind: 's', text: t}, nil
 	case json.Number:
+		if !strings.ContainsAny(string(t), ".eE") && len(strings.TrimPrefix(string(t), "-")) > jacksonMaxDigits {
+			return nil, errJacksonLimit
+		}
 		return &jnode{kind: 'n', text: string(t)}, nil
 	case bool:
 		return &jnode{kind: 'b', text: strconv.FormatBool(t)}, nil
@@ -77,7 +92,7 @@ func parseValue(dec *json.Decoder) (*jnode, error) {
 	return &jnode{kind: 'z'}, nil
 }
 
-func parseObject(dec *json.Decoder) (*jnode, error) {
+func parseObject(dec *json.Decoder, depth int) (*jnode, error) {
 	n := &jnode{kind: 'o'}
 	index := map[string]int{}
 	for dec.More() {
@@ -86,7 +101,7 @@ func parseObject(dec *json.Decoder) (*jnode, error) {
 			return nil, err
 		}
 		key, _ := tok.(string)
-		v, err := parseValue(dec)
+		v, err := parseValue(dec, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -101,10 +116,10 @@ func parseObject(dec *json.Decoder) (*jnode, error) {
 	return n, err
 }
 
-func parseArray(dec *json.Decoder) (*jnode, error) {
+func parseArray(dec *json.Decoder, depth int) (*jnode, error) {
 	n := &jnode{kind: 'a'}
 	for dec.More() {
-		v, err := parseValue(dec)
+		v, err := parseValue(dec, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +408,28 @@ func (c expandedConverter) AppendValue(dst []byte, e *Event) ([]byte, bool, erro
 	if c.schemas {
 		dst = append(dst, '}')
 	}
+	if jsonDepth(dst[start:]) > jacksonMaxDepth {
+		return dst[:start], false, fmt.Errorf("event %s: %w: nested deeper than the %d levels Jackson writes (the router's conversion fails on it)", e.ID, errNotReproduced, jacksonMaxDepth)
+	}
 	return dst, true, nil
+}
+
+// jsonDepth is the deepest nesting of objects and arrays in JSON text.
+func jsonDepth(b []byte) int {
+	depth, most := 0, 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i+1) - 1
+		case '{', '[':
+			if depth++; depth > most {
+				most = depth
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return most
 }
 
 // expand parses e's payload and infers its schema as the router does;

@@ -16,6 +16,14 @@ for i, shape in enumerate(open(os.path.join(here, "shapes.txt"), encoding="utf-8
     for kind in ("jsonb", "json"):
         text = pg(f"SELECT (:'v0')::{kind}::text", shape)
         cases.append({"name": f"{kind}/{i}", "kind": kind, "payload": text})
+# Jackson's limits on reading: 1000 digits of a number, 1000 levels of nesting.
+for name, shape in [("digits1000", '{"n": ' + "7" * 1000 + '}'), ("digits1001", '{"n": ' + "7" * 1001 + '}'),
+                    ("depth1000", '{"a": ' * 999 + '{"b": 1' + '}' * 1000), ("depth1001", '{"a": ' * 1000 + '{"b": 1' + '}' * 1001),
+                    # and on writing, 1000 levels: the expanded schema of 499 nested
+                    # objects reaches 1000 levels, with an array leaf 1001.
+                    ("schema1000", '{"a": ' * 498 + '{"b": 1' + '}' * 499),
+                    ("schema1001", '{"a": ' * 498 + '{"b": [1]' + '}' * 499)]:
+    cases.append({"name": f"jsonb/{name}", "kind": "jsonb", "payload": pg("SELECT (:'v0')::jsonb::text", shape)})
 for i, text in enumerate(['plain text with "quotes", é and a tab\t', '{"t": 1}', '', '[1, 2]', '{"x": 1} trailing']):
     cases.append({"name": f"text/{i}", "kind": "text", "payload": text})
 for i, raw in enumerate([b"\x00\xff\x10", b"", b'{"a": 1}']):
