@@ -258,3 +258,41 @@ func TestExpandedPayloadTheRouterCannotConvert(t *testing.T) {
 		t.Fatalf("records %d, first %s %s", len(recs), id, recs[0].Value)
 	}
 }
+
+// TestDebeziumRepublishWritesThePayloadsText: outbox republish, which
+// reads rows with SQL instead of the slot, writes the same values as the
+// stream: PostgreSQL's text of each payload.
+func TestDebeziumRepublishWritesThePayloadsText(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	mustExec(t, db, `ALTER TABLE `+cfg.Mapping.Table+` ADD COLUMN created_at timestamptz NOT NULL DEFAULT now()`)
+	cfg.Mapping.CreatedAt = "created_at"
+	rn := &payloadRun{typ: "jsonb", cfg: cfg, topic: cfg.TopicPrefix + "Order"}
+	deleteTopics(t, env.Brokers, rn.topic)
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	since := time.Now().Add(-time.Minute)
+	shapes := payloadShapes(t)[:6]
+	var cases []payloadCase
+	for _, s := range shapes {
+		cases = append(cases, payloadCase{text: str(s)})
+	}
+	rn.insert(t, db, cases)
+	col := consume(t, env.Brokers, rn.topic)
+	waitFor(t, 30*time.Second, "streamed records", func() bool { return col.len() >= len(cases) })
+	res, err := Republish(context.Background(), cfg, since, time.Time{}, testLogger(t))
+	if err != nil || res.Published != int64(len(cases)) {
+		t.Fatalf("Republish = %+v, %v", res, err)
+	}
+	waitFor(t, 30*time.Second, "republished records", func() bool { return col.len() >= 2*len(cases) })
+	for _, msg := range col.records() {
+		id, _ := header(msg, "id")
+		var want []byte
+		err := db.QueryRow(context.Background(), `SELECT convert_to(payload::text, 'UTF8') FROM `+cfg.Mapping.Table+` WHERE id = $1`, id).Scan(&want)
+		if err != nil || !bytes.Equal(msg.Value, want) {
+			t.Errorf("value %q, want %q (%v)", msg.Value, want, err)
+		}
+	}
+}
