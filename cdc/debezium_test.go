@@ -38,6 +38,26 @@ func debeziumOutbox(t *testing.T, db *pgx.Conn, url string, brokers []string, pa
 	return cfg
 }
 
+// streamDebezium starts a relay on cfg, waits until it streams, and
+// returns the topic of aggregate type Order, deleted when the test ends.
+func streamDebezium(t *testing.T, cfg Config, brokers []string) string {
+	t.Helper()
+	topic := cfg.TopicPrefix + "Order"
+	deleteTopics(t, brokers, topic)
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	return topic
+}
+
+// newDebeziumOutbox is debeziumOutbox in a database of its own.
+func newDebeziumOutbox(t *testing.T, payloadType string) (*testenv.Env, *pgx.Conn, Config) {
+	t.Helper()
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	db := connect(t, url)
+	return env, db, debeziumOutbox(t, db, url, env.Brokers, payloadType)
+}
+
 // payloadShapes are the JSON payloads compared: the shapes the golden
 // tests of the converters use (nested objects, unicode and escapes, 1.0,
 // 1e3, big integers, key order, empty object and array, null, …).
@@ -166,11 +186,7 @@ func TestDebeziumValuesAreThePayloadsText(t *testing.T) {
 	var runs []*payloadRun
 	for typ := range cases {
 		cfg := debeziumOutbox(t, db, url, env.Brokers, typ)
-		rn := &payloadRun{typ: typ, cfg: cfg, topic: cfg.TopicPrefix + "Order"}
-		deleteTopics(t, env.Brokers, rn.topic)
-		r := startRelay(t, cfg)
-		waitFor(t, 30*time.Second, typ+" relay streaming", func() bool { return r.State() == stateStreaming })
-		runs = append(runs, rn)
+		runs = append(runs, &payloadRun{typ: typ, cfg: cfg, topic: streamDebezium(t, cfg, env.Brokers)})
 	}
 	for _, rn := range runs {
 		rn.insert(t, db, cases[rn.typ])
@@ -186,17 +202,11 @@ func TestDebeziumValuesAreThePayloadsText(t *testing.T) {
 // payload around PostgreSQL's text, the key the envelope of a NOT NULL
 // varchar, and the headers the connector's four, then id.
 func TestDebeziumConvertersThroughTheRelay(t *testing.T) {
-	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	db := connect(t, url)
-	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	cfg.Mapping.ValueConverter = outbox.ConverterJSONSchemas
 	cfg.Mapping.KeyConverter = outbox.ConverterJSONSchemas
 	cfg.Mapping.DebeziumLogicalName = "dbserver1"
-	topic := cfg.TopicPrefix + "Order"
-	deleteTopics(t, env.Brokers, topic)
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	topic := streamDebezium(t, cfg, env.Brokers)
 	shapes := payloadShapes(t)
 	for _, s := range shapes {
 		mustExec(t, db, `INSERT INTO `+cfg.Mapping.Table+` VALUES ($1, 'Order', 'order-1', 'OrderCreated', $2::jsonb)`, uuid.New(), s)
@@ -232,15 +242,9 @@ func TestDebeziumConvertersThroughTheRelay(t *testing.T) {
 // bits: Debezium's task stops) is set aside in outbox_rejected with that
 // reason, and the rows after it are published.
 func TestExpandedPayloadTheRouterCannotConvert(t *testing.T) {
-	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	db := connect(t, url)
-	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	cfg.Mapping.ValueConverter = outbox.ConverterJSONExpanded
-	topic := cfg.TopicPrefix + "Order"
-	deleteTopics(t, env.Brokers, topic)
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	topic := streamDebezium(t, cfg, env.Brokers)
 	bad, good := uuid.New(), uuid.New()
 	mustExec(t, db, `INSERT INTO `+cfg.Mapping.Table+` VALUES ($1, 'Order', 'k', 'T', '{"big": 123456789012345678901234567890}')`, bad)
 	mustExec(t, db, `INSERT INTO `+cfg.Mapping.Table+` VALUES ($1, 'Order', 'k', 'T', '{"n": 1e3, "s": "x"}')`, good)
@@ -263,16 +267,10 @@ func TestExpandedPayloadTheRouterCannotConvert(t *testing.T) {
 // reads rows with SQL instead of the slot, writes the same values as the
 // stream: PostgreSQL's text of each payload.
 func TestDebeziumRepublishWritesThePayloadsText(t *testing.T) {
-	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	db := connect(t, url)
-	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	mustExec(t, db, `ALTER TABLE `+cfg.Mapping.Table+` ADD COLUMN created_at timestamptz NOT NULL DEFAULT now()`)
 	cfg.Mapping.CreatedAt = "created_at"
-	rn := &payloadRun{typ: "jsonb", cfg: cfg, topic: cfg.TopicPrefix + "Order"}
-	deleteTopics(t, env.Brokers, rn.topic)
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	rn := &payloadRun{typ: "jsonb", cfg: cfg, topic: streamDebezium(t, cfg, env.Brokers)}
 	since := time.Now().Add(-time.Minute)
 	shapes := payloadShapes(t)[:6]
 	var cases []payloadCase

@@ -39,13 +39,8 @@ func insertEvents(t *testing.T, db *pgx.Conn, table string, n int) []uuid.UUID {
 // stopped: the events it consumed are not sent again, every later one is
 // sent once, in commit order.
 func TestTakeOverDebeziumSlot(t *testing.T) {
-	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	db := connect(t, url)
-	cfg := debeziumOutbox(t, db, url, env.Brokers, "jsonb")
+	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	debeziumSlot(t, db, &cfg)
-	topic := cfg.TopicPrefix + "Order"
-	deleteTopics(t, env.Brokers, topic)
 
 	// The connector reads and confirms the first three events, then stops
 	// while two more are committed; two more follow once the relay runs.
@@ -63,8 +58,7 @@ func TestTakeOverDebeziumSlot(t *testing.T) {
 	}
 	pending := insertEvents(t, db, cfg.Mapping.Table, 2)
 
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	topic := streamDebezium(t, cfg, env.Brokers)
 	pending = append(pending, insertEvents(t, db, cfg.Mapping.Table, 2)...)
 	col := consume(t, env.Brokers, topic)
 	waitFor(t, 30*time.Second, "the events after the connector's position", func() bool { return col.len() >= len(pending) })
