@@ -63,6 +63,22 @@ func (r *running) stop() error {
 	return r.err
 }
 
+// waitFatal waits for the relay to stop on its own with a fatal error of
+// kind, and returns that error.
+func (r *running) waitFatal(t testing.TB, kind error) error {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the relay did not stop")
+	}
+	var fe *FatalError
+	if !errors.As(r.err, &fe) || !errors.Is(r.err, kind) {
+		t.Fatalf("Run = %v, want a fatal %v", r.err, kind)
+	}
+	return r.err
+}
+
 func startRelay(t testing.TB, cfg Config) *running {
 	t.Helper()
 	return startRelayLog(t, cfg, testLogger(t))

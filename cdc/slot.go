@@ -208,10 +208,17 @@ func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn
 	return s.confirmed, nil
 }
 
-// checkSlotKind refuses a slot of another plugin, type or database.
+// checkSlotKind refuses a slot of another plugin, type or database. An
+// existing pgoutput slot, such as the one a stopped Debezium connector
+// leaves, is taken over at its confirmed_flush_lsn: the stream resumes
+// exactly where the last reader's confirmations left it.
 func checkSlotKind(ctx context.Context, sqlConn *pgx.Conn, s slotState, slot string) error {
-	if s.slotType != "logical" || s.plugin != "pgoutput" {
-		return fatalf(ErrSlotMismatch, "replication slot %s is %s/%s, want logical/pgoutput", slot, s.slotType, s.plugin)
+	if s.slotType != "logical" {
+		return fatalf(ErrSlotMismatch, "replication slot %s is a %s slot, want a logical slot of plugin pgoutput", slot, s.slotType)
+	}
+	if s.plugin != "pgoutput" {
+		return fatalf(ErrSlotMismatch, "replication slot %s decodes with plugin %s, but the relay reads pgoutput only: it cannot take this slot over (a Debezium connector's slot can be taken over when it ran with plugin.name=pgoutput); choose another --slot, which the relay creates",
+			slot, s.plugin)
 	}
 	var db string
 	if err := sqlConn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {

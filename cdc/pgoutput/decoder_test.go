@@ -308,6 +308,7 @@ func TestDecodeHandBuilt(t *testing.T) {
 		{name: "bad UUID", setup: open, msg: insertMsg(testRel, row(map[int]col{0: txt("6f1c2a4e")})...), err: ErrBadRow, column: "event_id"},
 		{name: "NULL event type", setup: open, msg: insertMsg(testRel, row(map[int]col{3: null})...), err: ErrBadRow, column: "event_type"},
 		{name: "NULL aggregate type", setup: open, msg: insertMsg(testRel, row(map[int]col{1: null})...), err: ErrBadRow, column: "aggregate_type"},
+		{name: "NULL aggregate id", setup: open, msg: insertMsg(testRel, row(map[int]col{2: null})...), err: ErrBadRow, column: "aggregate_id"},
 		{name: "NULL payload", setup: open, msg: insertMsg(testRel, row(map[int]col{4: null})...), err: ErrBadRow, column: "payload"},
 		{name: "unchanged toast payload", setup: open, msg: insertMsg(testRel, row(map[int]col{4: toast})...), err: ErrBadRow, column: "payload"},
 		{name: "unchanged toast headers", setup: open, msg: insertMsg(testRel, row(map[int]col{5: toast})...), err: ErrBadRow, column: "headers"},

@@ -28,7 +28,7 @@ var columnFlags = []struct {
 		func(m *outbox.Mapping) *string { return &m.Key }},
 	{"outbox-column-event-type", "outbox column of the event type; - for none (preset debezium: type, read but not written, as the router does)",
 		func(m *outbox.Mapping) *string { return &m.EventType }},
-	{"outbox-column-payload", "outbox column of the Kafka value: jsonb, json (compacted), text or bytea (as is)",
+	{"outbox-column-payload", "outbox column of the Kafka value: jsonb, json, text or bytea (written as --value-converter says)",
 		func(m *outbox.Mapping) *string { return &m.Payload }},
 	{"outbox-column-headers", "outbox column (json or jsonb object) whose string entries become headers; - for none (preset debezium: none)",
 		func(m *outbox.Mapping) *string { return &m.Headers }},
@@ -40,7 +40,7 @@ func (f *mappingFlags) register(cmd *cobra.Command, relay bool) {
 	fs := cmd.Flags()
 	def := outbox.DefaultMapping()
 	f.relay = relay
-	fs.StringVar(&f.file, "outbox-config", "", "YAML file with the outbox mapping: preset, table, event_id, topic, key, event_type, payload, headers, created_at, extra_headers, null_payload, record_format, cloudevents_source, topic_prefix (flags win over it)")
+	fs.StringVar(&f.file, "outbox-config", "", "YAML file with the outbox mapping: preset, table, event_id, topic, key, event_type, payload, headers, created_at, extra_headers, null_payload, record_format, cloudevents_source, value_converter, key_converter, debezium_logical_name, debezium_connector_name, topic_prefix (flags win over it)")
 	fs.StringVar(&f.preset, "outbox-preset", outbox.PresetEventForge, "defaults of the outbox mapping: eventforge (the contract's outbox table) or debezium (the table and records of Debezium's outbox event router; see docs/debezium.md)")
 	fs.StringVar(&f.set.Table, "outbox-table", def.Table, "table of the outbox: table or schema.table")
 	for _, c := range columnFlags {
@@ -51,6 +51,10 @@ func (f *mappingFlags) register(cmd *cobra.Command, relay bool) {
 	if relay {
 		fs.StringVar(&f.set.Format, "record-format", outbox.FormatEventForge, "Kafka record format: eventforge (headers event_id, event_type, aggregate_type), cloudevents (binary content mode, ce_* headers) or debezium (header id; preset debezium)")
 		fs.StringVar(&f.set.CloudEventsSource, "cloudevents-source", outbox.DefaultCloudEventsSource, "ce_source of --record-format cloudevents (a URI reference)")
+		fs.StringVar(&f.set.ValueConverter, "value-converter", "", "bytes of the record value, as the Kafka Connect converter behind Debezium's router writes them: compact (compacted JSON), string (StringConverter: PostgreSQL's text of the payload, unchanged), json (JsonConverter, schemas.enable=false), json-schemas (schemas.enable=true), json-expanded or json-expanded-schemas (with table.expand.json.payload=true) (default: string with --record-format debezium, else compact; see docs/debezium.md)")
+		fs.StringVar(&f.set.KeyConverter, "key-converter", "", "bytes of the record key: string (the key column's text), json or json-schemas (JsonConverter with schemas.enable false or true) (default string)")
+		fs.StringVar(&f.set.DebeziumLogicalName, "debezium-logical-name", "", "with --record-format debezium: add Debezium's context headers __debezium.context.* naming this logical name (the connector's topic.prefix); empty: none")
+		fs.StringVar(&f.set.DebeziumConnectorName, "debezium-connector-name", outbox.DefaultDebeziumConnectorName, "the __debezium.context.connectorName header written with --debezium-logical-name")
 	}
 }
 
@@ -94,6 +98,10 @@ func (f *mappingFlags) mapping(cmd *cobra.Command) (m outbox.Mapping, topicPrefi
 	if f.relay {
 		pick("record-format", &flags.Format, &f.set.Format)
 		pick("cloudevents-source", &flags.CloudEventsSource, &f.set.CloudEventsSource)
+		pick("value-converter", &flags.ValueConverter, &f.set.ValueConverter)
+		pick("key-converter", &flags.KeyConverter, &f.set.KeyConverter)
+		pick("debezium-logical-name", &flags.DebeziumLogicalName, &f.set.DebeziumLogicalName)
+		pick("debezium-connector-name", &flags.DebeziumConnectorName, &f.set.DebeziumConnectorName)
 	}
 	if cmd.Flags().Changed("outbox-extra-headers") {
 		flags.ExtraHeaders = append([]string{}, f.set.ExtraHeaders...)

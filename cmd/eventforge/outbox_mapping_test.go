@@ -66,6 +66,13 @@ func TestMappingPrecedence(t *testing.T) {
 		{"none clears", nil, []string{"--outbox-column-headers", "-", "--record-format", "cloudevents", "--cloudevents-source", "/s"}, func(m outbox.Mapping, p string) bool {
 			return m.Headers == "" && m.Format == "cloudevents" && m.CloudEventsSource == "/s"
 		}, "headers off, CloudEvents"},
+		{"converters", map[string]string{"EVENTFORGE_VALUE_CONVERTER": "json-schemas", "EVENTFORGE_DEBEZIUM_LOGICAL_NAME": "dbserver1"},
+			[]string{"--outbox-preset", "debezium", "--key-converter", "json", "--debezium-connector-name", "pg"}, func(m outbox.Mapping, p string) bool {
+				return m.ValueConverter == "json-schemas" && m.KeyConverter == "json" && m.DebeziumLogicalName == "dbserver1" && m.DebeziumConnectorName == "pg"
+			}, "the converters and context headers from flags and variables"},
+		{"debezium value is the text", nil, []string{"--outbox-preset", "debezium"}, func(m outbox.Mapping, p string) bool {
+			return m.ValueConverter == "" && m.EffectiveValueConverter() == "string"
+		}, "the debezium format writes PostgreSQL's text (string converter)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,6 +101,9 @@ func TestMappingFlagErrors(t *testing.T) {
 		{[]string{"--outbox-preset", "kafka"}, `invalid --outbox-preset "kafka"`},
 		{[]string{"--record-format", "avro", "--outbox-column-key", "aggregate_type"}, `invalid --record-format "avro"`},
 		{[]string{"--outbox-config", "/nonexistent.yaml"}, "read outbox config"},
+		{[]string{"--value-converter", "avro"}, `invalid --value-converter "avro"`},
+		{[]string{"--key-converter", "string-schemas"}, `invalid --key-converter "string-schemas"`},
+		{[]string{"--debezium-logical-name", "dbserver1"}, "only the debezium record format"},
 	} {
 		_, err := runMappingProbe(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

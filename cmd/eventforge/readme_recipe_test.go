@@ -94,7 +94,10 @@ func TestReadmeDebeziumRecipe(t *testing.T) {
 	for _, b := range blocks {
 		switch b.lang {
 		case "sql":
-			if _, err := db.Exec(t.Context(), b.body); err != nil {
+			// The connector's slot has a name of its own per test: slot
+			// names are the server's, shared by every database.
+			body := strings.ReplaceAll(b.body, "'debezium'", "'"+slot+"'")
+			if _, err := db.Exec(t.Context(), body); err != nil {
 				t.Fatalf("recipe SQL:\n%s\n%v", b.body, err)
 			}
 		case "sh":
@@ -104,6 +107,7 @@ func TestReadmeDebeziumRecipe(t *testing.T) {
 					continue
 				}
 				line = strings.ReplaceAll(line, " outbox.event.", " "+prefix)
+				line = strings.ReplaceAll(line, "--slot debezium ", "--slot "+slot+" ")
 				if bg, ok := strings.CutSuffix(line, "&"); ok {
 					startBackground(t, shellEnv, bg)
 					waitStreaming(t, db, slot)

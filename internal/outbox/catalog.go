@@ -35,8 +35,9 @@ var ErrMapping = errors.New("the outbox mapping does not match the database")
 // found. Use it to read outbox rows with SQL (SelectList, Scan).
 type Catalog struct {
 	Mapping
-	Types  map[string]string // column -> type name
-	extras []Extra
+	Types   map[string]string // column -> type name
+	NotNull map[string]bool   // column -> NOT NULL
+	extras  []Extra
 }
 
 // tableOID finds the table by its schema and name in the catalog, which
@@ -45,7 +46,7 @@ const tableOID = `SELECT coalesce((SELECT c.oid::int8 FROM pg_class c JOIN pg_na
 WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')), 0)`
 
 // columnTypes reads the columns of a table.
-const columnTypes = `SELECT a.attname::text, coalesce(bt.typname, t.typname)::text
+const columnTypes = `SELECT a.attname::text, coalesce(bt.typname, t.typname)::text, a.attnotnull
 FROM pg_attribute a
 JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
@@ -76,13 +77,19 @@ func (m Mapping) Check(ctx context.Context, q Querier) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read columns of %s: %w", m.Table, err)
 	}
-	types := map[string]string{}
+	types, notNull := map[string]string{}, map[string]bool{}
 	var name, typ string
-	_, err = pgx.ForEachRow(rows, []any{&name, &typ}, func() error { types[name] = typ; return nil })
+	var nn bool
+	_, err = pgx.ForEachRow(rows, []any{&name, &typ, &nn}, func() error { types[name], notNull[name] = typ, nn; return nil })
 	if err != nil {
 		return nil, fmt.Errorf("read columns of %s: %w", m.Table, err)
 	}
-	c := &Catalog{Mapping: m, Types: types, extras: extras}
+	c := &Catalog{Mapping: m, Types: types, NotNull: notNull, extras: extras}
+	c.Mapping.cols = &ColumnSchemas{
+		Payload:     Column{Type: types[m.Payload], NotNull: notNull[m.Payload]},
+		Key:         Column{Type: types[m.Key], NotNull: notNull[m.Key]},
+		PayloadName: m.Payload,
+	}
 	return c, c.problems()
 }
 
@@ -102,6 +109,9 @@ func (c *Catalog) problems() error {
 		if want := supported[r.role]; !contains(want, typ) {
 			errs = append(errs, fmt.Errorf("column %q of %s (the %s column) has type %s: want %s", r.col, c.Table, r.role, typ, strings.Join(want, ", ")))
 		}
+	}
+	if _, err := NewKeyConverter(c.KeyConverter, c.ColumnSchemas()); err != nil && c.Types[c.Key] != "" {
+		errs = append(errs, fmt.Errorf("column %q of %s (the key column): %w", c.Key, c.Table, err))
 	}
 	for _, x := range c.extras {
 		if _, ok := c.Types[x.Column]; !ok {

@@ -55,7 +55,7 @@ func ContentType(e *Event) string {
 // ce_type, ce_time (the commit time, RFC 3339), ce_subject and
 // ce_partitionkey (the key, when not empty), content-type, then the event's
 // other headers sorted by name.
-func (r *Record) buildCloudEvents(e *Event, topic, source string) error {
+func (r *Record) buildCloudEvents(e *Event, topic, source string, conv converters) error {
 	hs := []sarama.RecordHeader{
 		header(HeaderCEID, e.ID.String()),
 		header(HeaderCESource, source),
@@ -71,26 +71,34 @@ func (r *Record) buildCloudEvents(e *Event, topic, source string) error {
 	if ct := ContentType(e); ct != "" {
 		hs = append(hs, header(HeaderContentType, ct))
 	}
-	return r.buildWith(e, topic, appendOthers(hs, e.Headers, isCloudEventsHeader))
+	return r.buildWith(e, topic, appendOthers(hs, e.Headers, isCloudEventsHeader), conv)
 }
 
 // buildDebezium fills r as Debezium's outbox event router does by default:
-// key = aggregate id, value = payload, header id = event id, then the
-// event's other headers (extra columns) sorted by name, but for the
-// contract's reserved names.
-func (r *Record) buildDebezium(e *Event, topic string) error {
-	hs := []sarama.RecordHeader{header(HeaderDebeziumID, e.ID.String())}
-	return r.buildWith(e, topic, appendOthers(hs, e.Headers, func(k string) bool { return reserved[k] || k == HeaderDebeziumID }))
+// key = aggregate id, value = payload, the connector's context headers
+// when given (they come first, as the router appends to the connector's
+// record's headers), header id = event id, then the event's other headers
+// (extra columns) sorted by name, but for the contract's reserved names.
+func (r *Record) buildDebezium(e *Event, topic string, context []sarama.RecordHeader, conv converters) error {
+	hs := make([]sarama.RecordHeader, 0, len(context)+1+len(e.Headers))
+	hs = append(hs, context...)
+	hs = append(hs, header(HeaderDebeziumID, e.ID.String()))
+	skip := func(k string) bool { return reserved[k] || k == HeaderDebeziumID || isDebeziumHeader(k) }
+	return r.buildWith(e, topic, appendOthers(hs, e.Headers, skip), conv)
 }
 
 // buildWith lays out key and value and sets the given headers.
-func (r *Record) buildWith(e *Event, topic string, hs []sarama.RecordHeader) error {
+func (r *Record) buildWith(e *Event, topic string, hs []sarama.RecordHeader, conv converters) error {
 	buf := make([]byte, 0, len(e.AggregateID)+len(e.Payload))
-	buf, r.key = appendPart(buf, e.AggregateID)
-	if err := r.setValue(buf, e); err != nil {
+	buf, err := r.setKey(buf, e, conv.key)
+	if err != nil {
 		return err
 	}
-	r.setMsg(e, topic, hs)
+	present, err := r.setValue(buf, e, conv.value)
+	if err != nil {
+		return err
+	}
+	r.setMsg(e, topic, hs, present)
 	return nil
 }
 

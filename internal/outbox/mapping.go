@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 )
@@ -58,6 +60,23 @@ type Mapping struct {
 
 	Format            string `yaml:"record_format"`      // eventforge (default), cloudevents or debezium
 	CloudEventsSource string `yaml:"cloudevents_source"` // ce_source; default DefaultCloudEventsSource
+
+	// ValueConverter decides the value's bytes (see NewValueConverter);
+	// empty: string for the debezium format, compact for the others.
+	ValueConverter string `yaml:"value_converter"`
+	// KeyConverter decides the key's bytes: string (default), json or
+	// json-schemas.
+	KeyConverter string `yaml:"key_converter"`
+	// DebeziumLogicalName, when set, adds Debezium's context headers
+	// (__debezium.context.*) to debezium-format records, naming this
+	// logical name (the connector's topic.prefix).
+	DebeziumLogicalName string `yaml:"debezium_logical_name"`
+	// DebeziumConnectorName is the __debezium.context.connectorName
+	// header; default DefaultDebeziumConnectorName.
+	DebeziumConnectorName string `yaml:"debezium_connector_name"`
+
+	// cols are the payload and key columns as Check found them.
+	cols *ColumnSchemas
 }
 
 // Null payload policies of Mapping.NullPayload.
@@ -147,6 +166,10 @@ func (m *Mapping) Overlay(o Mapping) {
 	set(&m.NullPayload, o.NullPayload)
 	set(&m.Format, o.Format)
 	set(&m.CloudEventsSource, o.CloudEventsSource)
+	set(&m.ValueConverter, o.ValueConverter)
+	set(&m.KeyConverter, o.KeyConverter)
+	set(&m.DebeziumLogicalName, o.DebeziumLogicalName)
+	set(&m.DebeziumConnectorName, o.DebeziumConnectorName)
 	if o.ExtraHeaders != nil {
 		m.ExtraHeaders = o.ExtraHeaders
 	}
@@ -254,8 +277,89 @@ func (m Mapping) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid --record-format %q: want eventforge, cloudevents or debezium", m.Format))
 	}
+	errs = append(errs, m.converterProblems()...)
 	return joinProblems(errs)
 }
+
+// converterProblems checks the converter names and the context headers.
+func (m Mapping) converterProblems() []error {
+	var errs []error
+	if !contains(append([]string{""}, valueConverters...), m.ValueConverter) {
+		errs = append(errs, fmt.Errorf("invalid --value-converter %q: want %s", m.ValueConverter, strings.Join(valueConverters, ", ")))
+	}
+	if !contains(append([]string{""}, keyConverters...), m.KeyConverter) {
+		errs = append(errs, fmt.Errorf("invalid --key-converter %q: want %s", m.KeyConverter, strings.Join(keyConverters, ", ")))
+	}
+	if m.DebeziumLogicalName != "" && m.Format != FormatDebezium {
+		errs = append(errs, fmt.Errorf("--debezium-logical-name adds Debezium's context headers, which only the debezium record format writes (the format is %q)", m.Format))
+	}
+	return errs
+}
+
+// EffectiveValueConverter is the value converter in use: the configured
+// one, else string for the debezium record format (PostgreSQL's text of the
+// payload, as Debezium's router writes it with StringConverter) and compact
+// (the contract's) for the others.
+func (m *Mapping) EffectiveValueConverter() string {
+	switch {
+	case m.ValueConverter != "":
+		return m.ValueConverter
+	case m.Format == FormatDebezium:
+		return ConverterString
+	}
+	return ConverterCompact
+}
+
+// ColumnSchemas are the payload and key columns as Check found them, or
+// Debezium's example outbox's when the mapping was not checked.
+func (m *Mapping) ColumnSchemas() ColumnSchemas {
+	if m.cols != nil {
+		return *m.cols
+	}
+	c := defaultColumns
+	c.PayloadName = m.Payload
+	return c
+}
+
+// DefaultDebeziumConnectorName is the __debezium.context.connectorName
+// header Debezium's PostgreSQL connector writes.
+const DefaultDebeziumConnectorName = "postgresql"
+
+// Debezium's context header names and the task id its PostgreSQL
+// connector (one task) writes.
+const (
+	HeaderDebeziumLogicalName   = "__debezium.context.connectorLogicalName"
+	HeaderDebeziumTaskID        = "__debezium.context.taskId"
+	HeaderDebeziumConnectorName = "__debezium.context.connectorName"
+	HeaderDebeziumRunID         = "__debezium.context.runId"
+	debeziumTaskID              = "0"
+)
+
+// runID is this process's __debezium.context.runId: Debezium draws one
+// each time its task starts.
+var runID = uuid.NewString()
+
+// contextHeaders are Debezium's context headers, in the order the
+// connector adds them, or none without a logical name.
+func (m *Mapping) contextHeaders() []sarama.RecordHeader {
+	if m.DebeziumLogicalName == "" {
+		return nil
+	}
+	name := m.DebeziumConnectorName
+	if name == "" {
+		name = DefaultDebeziumConnectorName
+	}
+	return []sarama.RecordHeader{
+		header(HeaderDebeziumLogicalName, m.DebeziumLogicalName),
+		header(HeaderDebeziumTaskID, debeziumTaskID),
+		header(HeaderDebeziumConnectorName, name),
+		header(HeaderDebeziumRunID, runID),
+	}
+}
+
+// isDebeziumHeader: names under Debezium's own prefix, which an extra
+// header column may not set on a debezium-format record.
+func isDebeziumHeader(k string) bool { return strings.HasPrefix(k, "__debezium.") }
 
 // problems are several errors reported at once, on one line (the command
 // line prints an error on one), one clause each.

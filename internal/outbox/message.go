@@ -34,7 +34,7 @@ const uuidLen = 36
 // sorted by name.
 func Message(e *Event, topicPrefix string) (*sarama.ProducerMessage, error) {
 	r := new(Record)
-	if err := r.build(e, e.Topic(topicPrefix)); err != nil {
+	if err := r.build(e, e.Topic(topicPrefix), contractConverters); err != nil {
 		return nil, err
 	}
 	return &r.Msg, nil
@@ -52,18 +52,29 @@ type Record struct {
 // Builder builds the records of one relay session: the per-event hot path.
 // It caches topic names. Not safe for concurrent use.
 type Builder struct {
-	prefix string
-	topics map[string]string // aggregate type -> topic
-	format string            // FormatEventForge when empty
-	source string            // ce_source of FormatCloudEvents
+	prefix  string
+	topics  map[string]string // aggregate type -> topic
+	format  string            // FormatEventForge when empty
+	source  string            // ce_source of FormatCloudEvents
+	conv    converters
+	context []sarama.RecordHeader // Debezium's context headers, when asked for
 }
+
+// converters are the key and value converters of a record.
+type converters struct {
+	key   KeyConverter
+	value ValueConverter
+}
+
+// contractConverters write the contract's key and value.
+var contractConverters = converters{key: stringKey{}, value: compactConverter{}}
 
 // maxCachedTopics bounds the topic cache; past it names are built per event.
 const maxCachedTopics = 4096
 
 // NewBuilder returns a Builder for topics named prefix + aggregate type.
 func NewBuilder(topicPrefix string) *Builder {
-	return &Builder{prefix: topicPrefix, topics: make(map[string]string)}
+	return &Builder{prefix: topicPrefix, topics: make(map[string]string), conv: contractConverters}
 }
 
 // Build fills r with the record of e, as Message does. The record does not
@@ -71,16 +82,28 @@ func NewBuilder(topicPrefix string) *Builder {
 func (b *Builder) Build(r *Record, e *Event) error {
 	switch b.format {
 	case FormatCloudEvents:
-		return r.buildCloudEvents(e, b.Topic(e), b.source)
+		return r.buildCloudEvents(e, b.Topic(e), b.source, b.conv)
 	case FormatDebezium:
-		return r.buildDebezium(e, b.Topic(e))
+		return r.buildDebezium(e, b.Topic(e), b.context, b.conv)
 	}
-	return r.build(e, b.Topic(e))
+	return r.build(e, b.Topic(e), b.conv)
 }
 
-// WithFormat makes b write records in the mapping's record format.
+// WithFormat makes b write records in the mapping's record format, with
+// its key and value converters (each record's value is decided by the
+// value converter alone) and, when it names a Debezium logical name,
+// Debezium's context headers. A mapping that Validate accepts always
+// gives converters: were it not so, b keeps the contract's.
 func (b *Builder) WithFormat(m *Mapping) *Builder {
 	b.format, b.source = m.Format, m.CloudEventsSource
+	cols := m.ColumnSchemas()
+	if v, err := NewValueConverter(m.EffectiveValueConverter(), cols); err == nil {
+		b.conv.value = v
+	}
+	if k, err := NewKeyConverter(m.KeyConverter, cols); err == nil {
+		b.conv.key = k
+	}
+	b.context = m.contextHeaders()
 	return b
 }
 
@@ -98,7 +121,7 @@ func (b *Builder) Topic(e *Event) string {
 
 // build lays the key, the header values and the compacted payload out in one
 // buffer; the payload goes last since compaction may shorten it.
-func (r *Record) build(e *Event, topic string) error {
+func (r *Record) build(e *Event, topic string, conv converters) error {
 	var names []string
 	extra := 0
 	for k, v := range e.Headers {
@@ -108,7 +131,10 @@ func (r *Record) build(e *Event, topic string) error {
 		}
 	}
 	buf := make([]byte, 0, len(e.AggregateID)+uuidLen+len(e.EventType)+len(e.AggregateType)+extra+len(e.Payload))
-	buf, r.key = appendPart(buf, e.AggregateID)
+	buf, err := r.setKey(buf, e, conv.key)
+	if err != nil {
+		return err
+	}
 	buf, id := appendUUID(buf, e.ID)
 	buf, eventType := appendPart(buf, e.EventType)
 	buf, aggType := appendPart(buf, e.AggregateType)
@@ -128,40 +154,59 @@ func (r *Record) build(e *Event, topic string) error {
 		buf, hv = appendPart(buf, e.Headers[k])
 		hs = append(hs, sarama.RecordHeader{Key: hk, Value: hv})
 	}
-	if err := r.setValue(buf, e); err != nil {
+	present, err := r.setValue(buf, e, conv.value)
+	if err != nil {
 		return err
 	}
-	r.setMsg(e, topic, hs)
+	r.setMsg(e, topic, hs, present)
 	return nil
 }
 
-// setValue appends the payload to buf as the record's value: JSON compacted
-// (compaction never lengthens JSON, so it stays inside buf's capacity; JSON
-// the server checked is not validated again), text and bytes as they are.
-func (r *Record) setValue(buf []byte, e *Event) error {
-	switch {
-	case e.NoPayload:
-		r.value = nil
-	case e.PayloadKind != PayloadJSON:
-		r.value = append(buf[len(buf):], e.Payload...) // within capacity
-	case e.JSONChecked:
-		value, err := appendCompactChecked(buf[len(buf):], e.Payload)
-		if err != nil {
-			return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
-		}
-		r.value = value
-	default:
-		value := bytes.NewBuffer(buf[len(buf):])
-		if err := json.Compact(value, e.Payload); err != nil {
-			return fmt.Errorf("compact payload of event %s: %w", e.ID, err)
-		}
-		r.value = value.Bytes()
+// setKey appends the key to buf with the key converter and keeps it as the
+// record's key.
+func (r *Record) setKey(buf []byte, e *Event, kc KeyConverter) ([]byte, error) {
+	n := len(buf)
+	buf, err := kc.AppendKey(buf, e)
+	if err != nil {
+		return buf, fmt.Errorf("key of event %s: %w", e.ID, err)
 	}
-	return nil
+	r.key = buf[n:len(buf):len(buf)]
+	return buf, nil
 }
 
-// setMsg fills r.Msg; a NoPayload event gets no value (a tombstone).
-func (r *Record) setMsg(e *Event, topic string, hs []sarama.RecordHeader) {
+// setValue appends the value to buf with the value converter, last since
+// a converter may outgrow buf's capacity; present is false for a record
+// without a value.
+func (r *Record) setValue(buf []byte, e *Event, vc ValueConverter) (present bool, err error) {
+	value, present, err := vc.AppendValue(buf[len(buf):], e)
+	if err != nil || !present {
+		r.value = nil
+		return present, err
+	}
+	r.value = value
+	return true, nil
+}
+
+// appendCompact appends a JSON payload compacted (compaction never
+// lengthens JSON, so it stays inside the record buffer's capacity; JSON
+// the server checked is not validated again).
+func appendCompact(dst []byte, e *Event) ([]byte, error) {
+	if e.JSONChecked {
+		value, err := appendCompactChecked(dst, e.Payload)
+		if err != nil {
+			return dst, fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+		}
+		return value, nil
+	}
+	value := bytes.NewBuffer(dst)
+	if err := json.Compact(value, e.Payload); err != nil {
+		return dst, fmt.Errorf("compact payload of event %s: %w", e.ID, err)
+	}
+	return value.Bytes(), nil
+}
+
+// setMsg fills r.Msg; a record without a value is a tombstone.
+func (r *Record) setMsg(e *Event, topic string, hs []sarama.RecordHeader, present bool) {
 	r.Msg = sarama.ProducerMessage{
 		Topic:     topic,
 		Key:       &r.key, // pointers into r: no allocation per interface value
@@ -169,7 +214,7 @@ func (r *Record) setMsg(e *Event, topic string, hs []sarama.RecordHeader) {
 		Headers:   hs,
 		Timestamp: e.CommitTime,
 	}
-	if e.NoPayload {
+	if !present {
 		r.Msg.Value = nil
 	}
 }
@@ -201,7 +246,7 @@ func appendUUID(buf []byte, id uuid.UUID) ([]byte, []byte) {
 // RecordHeaders returns the Kafka headers of e in the contract's order.
 func RecordHeaders(e *Event) []sarama.RecordHeader {
 	var r Record
-	_ = r.build(&Event{ID: e.ID, EventType: e.EventType, AggregateType: e.AggregateType, Headers: e.Headers, Payload: []byte("0")}, "")
+	_ = r.build(&Event{ID: e.ID, EventType: e.EventType, AggregateType: e.AggregateType, Headers: e.Headers, Payload: []byte("0")}, "", contractConverters)
 	return r.Msg.Headers
 }
 
