@@ -114,7 +114,7 @@ func (c Config) Validate() error {
 		add("Config.MaxHeaderBytes", "%d: want at least 1024", c.MaxHeaderBytes)
 	}
 	if c.Token != "" {
-		errs = append(errs, fielderr.Wrap("Config.Token", c.Token.validate()))
+		errs = append(errs, fielderr.Wrap("Config.Token", c.Token.Validate("API token")))
 	}
 	return errors.Join(errs...)
 }

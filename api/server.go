@@ -113,7 +113,7 @@ func (s *Server) redact(text string) string {
 	if s.cfg.Token == "" {
 		return text
 	}
-	return strings.ReplaceAll(text, string(s.cfg.Token), redacted)
+	return strings.ReplaceAll(text, string(s.cfg.Token), s.cfg.Token.String())
 }
 
 // Handler is the whole API: orders routes, /healthz, /readyz and /metrics.

@@ -24,6 +24,7 @@ func newAPIRunCmd() *cobra.Command {
 		cfg       = api.DefaultConfig()
 		token     string
 		tokenFile string
+		files     secretFileFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -46,11 +47,17 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 				return err
 			}
 			cfg.PGURL = pg.url
+			if err := files.check(log, map[string]string{"api-token-file": tokenFile}); err != nil {
+				return err
+			}
 			if cfg.Token, err = api.ResolveToken(token, tokenFile); err != nil {
 				return err
 			}
 			if err := cfg.Validate(); err != nil { // before connecting anywhere
 				return asFlags(err, apiFlagNames())
+			}
+			if cfg.Token == "" {
+				warnExposed(log, "api run", cfg.HTTPAddr, "--api-token-file")
 			}
 			guard, err := privileges.API().Verify(cmd.Context(), pg.url, log)
 			if err != nil {
@@ -77,6 +84,7 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 	// The token's default is empty on purpose: --help must never show one.
 	fs.StringVar(&token, "api-token", "", "bearer token the /orders routes require (empty: none); prefer --api-token-file")
 	fs.StringVar(&tokenFile, "api-token-file", "", "file holding the bearer token the /orders routes require")
+	files.register(fs)
 	annotateEnv(cmd)
 	return cmd
 }

@@ -33,21 +33,29 @@ func TestDemoChildrenGetThePasswordOutsideTheirArguments(t *testing.T) {
 		}
 		t.Cleanup(func() { p.stop(5 * time.Second) })
 		pid := p.status().PID
-		cmdline := readProcFile(t, pid, "cmdline")
+		// Read once the exec is complete: the script's arguments are there.
+		cmdline := readProcFile(t, pid, "cmdline", p.args[0])
 		if strings.Contains(cmdline, password) || strings.Contains(cmdline, "--pg-url") {
 			t.Errorf("%s: the password is on the command line: %q", p.name, cmdline)
 		}
-		if env := readProcFile(t, pid, "environ"); !strings.Contains(env, "EVENTFORGE_PG_URL=postgres://alice:"+password+"@") {
+		if env := readProcFile(t, pid, "environ", "PATH="); !strings.Contains(env, "EVENTFORGE_PG_URL=postgres://alice:"+password+"@") {
 			t.Errorf("%s: EVENTFORGE_PG_URL with the password not in the environment", p.name)
 		}
 	}
 }
 
-func readProcFile(t *testing.T, pid int, name string) string {
+// readProcFile reads /proc/PID/name once it contains want (or after 2 s).
+func readProcFile(t *testing.T, pid int, name, want string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), name))
-	if err != nil {
-		t.Fatal(err)
+	var s string
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s = strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(s, want) {
+			break
+		}
 	}
-	return strings.ReplaceAll(string(b), "\x00", " ")
+	return s
 }
