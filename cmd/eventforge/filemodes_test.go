@@ -111,3 +111,12 @@ func TestUnauthenticatedListenersBeyondLoopbackWarn(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedTopicsFlagReachesTheRelay: an invalid pattern stops cdc run
+// before it connects, naming the flag.
+func TestAllowedTopicsFlagReachesTheRelay(t *testing.T) {
+	_, err := runRoot(t, 5*time.Second, "cdc", "run", "--pg-url", "postgres://u@127.0.0.1:1/db", "--kafka-brokers", "127.0.0.1:1", "--allowed-topics", "shop.orders,shop.pay[")
+	if err == nil || !strings.Contains(err.Error(), "--allowed-topics") || !strings.Contains(err.Error(), `"shop.pay["`) {
+		t.Fatalf("err = %v, want the invalid --allowed-topics pattern named", err)
+	}
+}
