@@ -14,6 +14,18 @@ import (
 // returned with the error.
 func runRoot(t *testing.T, timeout time.Duration, args ...string) (string, error) {
 	t.Helper()
+	_, stderr, err := execRoot(timeout, args...)
+	return stderr, err
+}
+
+// runRootOut is runRoot returning stdout.
+func runRootOut(t *testing.T, timeout time.Duration, args ...string) (string, error) {
+	t.Helper()
+	out, _, err := execRoot(timeout, args...)
+	return out, err
+}
+
+func execRoot(timeout time.Duration, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	root := newRootCmd()
@@ -22,7 +34,7 @@ func runRoot(t *testing.T, timeout time.Duration, args ...string) (string, error
 	root.SetErr(&stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	return stderr.String(), err
+	return out.String(), stderr.String(), err
 }
 
 func writeSecret(t *testing.T, mode os.FileMode) string {
