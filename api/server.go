@@ -50,6 +50,9 @@ func newServer(st store, cfg Config, log *slog.Logger, reg *prometheus.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("register API metrics: %w", err)
 	}
+	if ps, ok := st.(*pgStore); ok {
+		ps.ttl = cfg.IdempotencyTTL
+	}
 	s := &Server{cfg: cfg, log: log, store: st, metrics: m}
 	var ready ops.Readiness
 	ready.Add("postgres", st.ready)
@@ -171,6 +174,10 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.checkReady(ctx)
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); s.pruneLoop(pruneCtx) }()
+	defer func() { stopPruning(); <-pruned }()
 	return s.serve(ctx, ln, metricsLn)
 }
 

@@ -104,6 +104,7 @@ func apiFlagNames() map[string]string {
 		"Config.MaxBodyBytes":      "--max-body-bytes",
 		"Config.MaxHeaderBytes":    "--max-header-bytes",
 		"Config.Token":             "--api-token",
+		"Config.IdempotencyTTL":    "--idempotency-ttl",
 	}
 }
 

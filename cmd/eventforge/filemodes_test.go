@@ -132,3 +132,12 @@ func TestAllowedTopicsFlagReachesTheRelay(t *testing.T) {
 		t.Fatalf("err = %v, want the invalid --allowed-topics pattern named", err)
 	}
 }
+
+// TestIdempotencyTTLFlagReachesTheAPI: an invalid TTL stops api run before
+// it connects, naming the flag.
+func TestIdempotencyTTLFlagReachesTheAPI(t *testing.T) {
+	_, err := runRoot(t, 5*time.Second, "api", "run", "--pg-url", "postgres://u@127.0.0.1:1/db", "--idempotency-ttl", "0s")
+	if err == nil || !strings.Contains(err.Error(), "--idempotency-ttl") {
+		t.Fatalf("err = %v, want --idempotency-ttl named", err)
+	}
+}
