@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Limits on a bearer token.
@@ -101,17 +102,27 @@ func BearerToken(h http.Header) (string, bool) {
 var ErrFileTooOpen = errors.New("readable or writable by group or others: want mode 0600 (chmod 600)")
 
 // CheckFile returns an error wrapping ErrFileTooOpen when path's permission
-// bits give group or others any access. A file that cannot be examined is
+// bits give group or others any access. One layout passes although its group
+// may read: a file of root's whose group is this process's own group and
+// that others cannot read, which is how Kubernetes mounts a Secret for a
+// non-root pod (group fsGroup, mode 0440). A file that cannot be examined is
 // left to the read that follows, which reports it.
 func CheckFile(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("secret file %s has mode %04o: %w", path, perm, ErrFileTooOpen)
+	perm := st.Mode().Perm()
+	if perm&0o077 == 0 || perm&0o037 == 0 && ownGroupOfRoot(st) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("secret file %s has mode %04o: %w", path, perm, ErrFileTooOpen)
+}
+
+// ownGroupOfRoot reports a file owned by root whose group is the process's.
+func ownGroupOfRoot(st fs.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return ok && sys.Uid == 0 && int(sys.Gid) == os.Getgid() && os.Getuid() != 0
 }
 
 // FileChecker applies CheckFile to the secret files a command reads: it
