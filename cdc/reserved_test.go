@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
@@ -68,9 +66,7 @@ func TestReservedNamesGoToOutboxRejected(t *testing.T) {
 	// The dead-letter topic exists, as it does once a worker dead-lettered.
 	createTopic(t, env.Brokers, dlqTopic, 1)
 	createTopic(t, env.Brokers, orders, cfg.TopicPartitions)
-	t.Cleanup(func() {
-		deleteTopics(t, env.Brokers, orders, dlqTopic, cfg.TopicPrefix+"payments", cfg.TopicPrefix+"eventforge.positions")
-	})
+	testenv.DeleteTopicsAtCleanup(t, env.Brokers, orders, dlqTopic, cfg.TopicPrefix+"payments", cfg.TopicPrefix+"eventforge.positions")
 	db := connect(t, url)
 	ctx := context.Background()
 
@@ -119,7 +115,7 @@ func TestReservedNamesGoToOutboxRejected(t *testing.T) {
 			}
 		}
 	}
-	if n := countRecords(t, env.Brokers, dlqTopic); n != 0 {
+	if n := testenv.RecordCount(t, env.Brokers, dlqTopic); n != 0 {
 		t.Errorf("%d records in the dead-letter topic, want none", n)
 	}
 	if topicExists(t, env.Brokers, cfg.TopicPrefix+"payments") {
@@ -127,37 +123,5 @@ func TestReservedNamesGoToOutboxRejected(t *testing.T) {
 	}
 	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n != 0 {
 		t.Errorf("eventforge_cdc_session_errors_total = %v: a refused row restarted the session", n)
-	}
-}
-
-// countRecords is the number of records in a single-partition topic.
-func countRecords(t testing.TB, brokers []string, topic string) int64 {
-	t.Helper()
-	client, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	hi, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hi - lo
-}
-
-// deleteTopics removes topics a test made, the missing ones ignored.
-func deleteTopics(t testing.TB, brokers []string, topics ...string) {
-	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Log(err)
-		return
-	}
-	defer admin.Close()
-	for _, tp := range topics {
-		_ = admin.DeleteTopic(tp)
 	}
 }

@@ -34,11 +34,7 @@ func TestDLQReplayCannotBeSteered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		for _, tp := range []string{orders, victim, dlqTopic} {
-			_ = admin.DeleteTopic(tp)
-		}
-	})
+	testenv.DeleteTopicsAtCleanup(t, env.Brokers, orders, victim, dlqTopic)
 	sc := kafka.Config{Brokers: env.Brokers}.Base()
 	sc.Producer.Return.Successes = true
 	p, err := sarama.NewSyncProducer(env.Brokers, sc)
@@ -70,10 +66,10 @@ func TestDLQReplayCannotBeSteered(t *testing.T) {
 		!strings.Contains(out, "replayed event "+genuine+" to "+orders+" ") {
 		t.Fatalf("dlq replay said:\n%s", out)
 	}
-	if n := records(t, env.Brokers, victim); n != 0 {
+	if n := testenv.RecordCount(t, env.Brokers, victim); n != 0 {
 		t.Fatalf("%d records written to %s", n, victim)
 	}
-	if n := records(t, env.Brokers, orders); n != 1 {
+	if n := testenv.RecordCount(t, env.Brokers, orders); n != 1 {
 		t.Fatalf("%d records in %s, want the genuine replay", n, orders)
 	}
 
@@ -91,23 +87,4 @@ func TestDLQReplayCannotBeSteered(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "outside the topic prefix") {
 		t.Fatalf("replay outside the prefix: %v", err)
 	}
-}
-
-// records counts the records of a single-partition topic.
-func records(t *testing.T, brokers []string, topic string) int64 {
-	t.Helper()
-	c, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	hi, err := c.GetOffset(topic, 0, sarama.OffsetNewest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, err := c.GetOffset(topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hi - lo
 }
