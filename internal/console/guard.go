@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -125,46 +126,51 @@ func guardToken(tok secret.Token, h http.Handler) http.Handler {
 }
 
 // lookupLimiter bounds the Kafka reads that order lookups cause: one lookup
-// at a time, and at most one start per gap. Others get 429 at once, so a
-// flood of requests never queues scans.
+// at a time, and starts at least gap apart. A lookup waits its turn for at
+// most maxWait (the page's own polling and a reader's request may meet),
+// then gets 429: a flood of requests never runs scans in parallel.
 type lookupLimiter struct {
-	gap  time.Duration
-	busy chan struct{}
+	gap, maxWait time.Duration
+	slot         chan struct{}
 
-	mu   sync.Mutex
-	last time.Time
-	now  func() time.Time
+	mu    sync.Mutex
+	last  time.Time
+	now   func() time.Time
+	sleep func(time.Duration)
 }
 
-func newLookupLimiter(gap time.Duration) *lookupLimiter {
-	return &lookupLimiter{gap: gap, busy: make(chan struct{}, 1), now: time.Now}
+func newLookupLimiter(gap, maxWait time.Duration) *lookupLimiter {
+	return &lookupLimiter{gap: gap, maxWait: maxWait, slot: make(chan struct{}, 1), now: time.Now, sleep: time.Sleep}
 }
 
-// acquire takes the lookup slot; release gives it back. ok false: refused.
-func (l *lookupLimiter) acquire() (release func(), ok bool) {
+// acquire waits for the lookup slot and the gap since the last start;
+// release gives the slot back. ok false: no turn within maxWait or ctx.
+func (l *lookupLimiter) acquire(ctx context.Context) (release func(), ok bool) {
+	timer := time.NewTimer(l.maxWait)
+	defer timer.Stop()
 	select {
-	case l.busy <- struct{}{}:
-	default:
+	case l.slot <- struct{}{}:
+	case <-timer.C:
+		return nil, false
+	case <-ctx.Done():
 		return nil, false
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if !l.last.IsZero() && now.Sub(l.last) < l.gap {
-		<-l.busy
-		return nil, false
+	if wait := l.gap - l.now().Sub(l.last); !l.last.IsZero() && wait > 0 {
+		l.sleep(wait) // the slot is held: the gap holds every other lookup too
 	}
-	l.last = now
-	return func() { <-l.busy }, true
+	l.last = l.now()
+	l.mu.Unlock()
+	return func() { <-l.slot }, true
 }
 
 // limit wraps a handler that reads Kafka.
 func (l *lookupLimiter) limit(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		release, ok := l.acquire()
+		release, ok := l.acquire(r.Context())
 		if !ok {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "another order lookup is running or just ran; try again in a second"})
+			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": "too many order lookups at once; try again in a second"})
 			return
 		}
 		defer release()

@@ -134,11 +134,14 @@ func TestConfigNeedsATokenBeyondLoopback(t *testing.T) {
 }
 
 // TestOrderLookupsAreBounded: a lookup reads Kafka, so one runs at a time
-// and lookups are spaced; the others get 429 at once instead of queueing.
+// and their starts are spaced; a lookup that cannot get its turn within the
+// wait gets 429 instead of queueing longer.
 func TestOrderLookupsAreBounded(t *testing.T) {
-	l := newLookupLimiter(time.Second)
+	l := newLookupLimiter(time.Second, 50*time.Millisecond)
 	now := time.Unix(1000, 0)
+	var slept []time.Duration
 	l.now = func() time.Time { return now }
+	l.sleep = func(d time.Duration) { slept = append(slept, d); now = now.Add(d) }
 	entered, block := make(chan struct{}), make(chan struct{})
 	h := l.limit(func(w http.ResponseWriter, _ *http.Request) {
 		entered <- struct{}{}
@@ -155,17 +158,32 @@ func TestOrderLookupsAreBounded(t *testing.T) {
 	go func() { defer wg.Done(); _ = call() }()
 	<-entered
 	if code := call(); code != http.StatusTooManyRequests {
-		t.Fatalf("second lookup while one runs: %d", code)
+		t.Fatalf("second lookup while one runs past the wait: %d", code)
 	}
 	close(block)
 	wg.Wait()
-	now = now.Add(500 * time.Millisecond)
-	if code := call(); code != http.StatusTooManyRequests {
-		t.Fatalf("lookup within the gap: %d", code)
-	}
-	now = now.Add(time.Second)
+
+	// The next lookup, 300 ms after the first started, waits out the gap.
+	now = now.Add(300 * time.Millisecond)
 	go func() { <-entered }()
-	if code := call(); code != http.StatusOK {
-		t.Fatalf("lookup after the gap: %d", code)
+	if code := call(); code != http.StatusOK || len(slept) != 1 || slept[0] != 700*time.Millisecond {
+		t.Fatalf("lookup within the gap: %d, slept %v; want 200 after 700ms", code, slept)
+	}
+	// One that waits for a running lookup gets its turn once it ends.
+	block2 := make(chan struct{})
+	l.maxWait = 5 * time.Second
+	h2 := l.limit(func(w http.ResponseWriter, _ *http.Request) { <-block2; w.WriteHeader(http.StatusOK) })
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			rec := httptest.NewRecorder()
+			h2(rec, httptest.NewRequest(http.MethodGet, "/api/order?id=1", nil))
+			codes <- rec.Code
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(block2)
+	if a, b := <-codes, <-codes; a != http.StatusOK || b != http.StatusOK {
+		t.Fatalf("queued lookups: %d, %d", a, b)
 	}
 }

@@ -19,8 +19,12 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// lookupGap is the least time between two order lookups: each reads Kafka.
-const lookupGap = 200 * time.Millisecond
+// lookupGap is the least time between the starts of two order lookups
+// (each reads Kafka); lookupMaxWait is how long a lookup waits its turn.
+const (
+	lookupGap     = 100 * time.Millisecond
+	lookupMaxWait = 2 * time.Second
+)
 
 // Handler serves the page, its static assets, the JSON endpoints and the
 // server-sent events. Before any handler runs, a request must name one of
@@ -29,7 +33,7 @@ const lookupGap = 200 * time.Millisecond
 func (c *Console) Handler() http.Handler {
 	tmpl := template.Must(template.New("").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).ParseFS(assets, "assets/*.html"))
 	static, _ := fs.Sub(assets, "assets")
-	lookups := newLookupLimiter(lookupGap)
+	lookups := newLookupLimiter(lookupGap, lookupMaxWait)
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "index.html", lookups) })
@@ -83,8 +87,8 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, tmpl *template.Te
 	d := pageData{Info: c.Info(), Scenarios: scenarioViews(), Scenario: sc.view(), Error: r.URL.Query().Get("error")}
 	if id := r.URL.Query().Get("order"); id != "" {
 		d.Order = id
-		if release, ok := lookups.acquire(); !ok {
-			d.Error = "another order lookup is running or just ran; reload in a second"
+		if release, ok := lookups.acquire(r.Context()); !ok {
+			d.Error = "too many order lookups at once; reload in a second"
 		} else {
 			f, cards, err := c.Order(r.Context(), id)
 			release()
