@@ -177,3 +177,37 @@ func (l *lookupLimiter) limit(h http.HandlerFunc) http.HandlerFunc {
 		h(w, r)
 	}
 }
+
+// signalsReadTimeout bounds one read of the live signals.
+const signalsReadTimeout = 5 * time.Second
+
+// sharedSignals serves the live signals to every page from one read per
+// ttl: each read asks PostgreSQL, Kafka and the processes' metrics, and the
+// number of open pages (each polling every second) must not multiply that.
+type sharedSignals struct {
+	ttl  time.Duration
+	read func(context.Context) Signals
+	now  func() time.Time
+
+	mu   sync.Mutex // held during a read: concurrent callers wait for it
+	at   time.Time
+	last Signals
+}
+
+func newSharedSignals(ttl time.Duration, read func(context.Context) Signals) *sharedSignals {
+	return &sharedSignals{ttl: ttl, read: read, now: time.Now}
+}
+
+// get returns the last read when younger than ttl, else reads anew.
+func (s *sharedSignals) get(ctx context.Context) Signals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.at.IsZero() && s.now().Sub(s.at) < s.ttl {
+		return s.last
+	}
+	// The read serves every page: one page going away must not cut it short.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signalsReadTimeout)
+	defer cancel()
+	s.last, s.at = s.read(rctx), s.now()
+	return s.last
+}

@@ -1,10 +1,12 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,5 +187,38 @@ func TestOrderLookupsAreBounded(t *testing.T) {
 	close(block2)
 	if a, b := <-codes, <-codes; a != http.StatusOK || b != http.StatusOK {
 		t.Fatalf("queued lookups: %d, %d", a, b)
+	}
+}
+
+// TestSignalsAreSharedBetweenPages: however many pages poll, the signals
+// are read once per TTL.
+func TestSignalsAreSharedBetweenPages(t *testing.T) {
+	var reads atomic.Int32
+	s := newSharedSignals(time.Second, func(context.Context) Signals {
+		reads.Add(1)
+		time.Sleep(10 * time.Millisecond)
+		return Signals{SlotActive: true}
+	})
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	s.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if !s.get(context.Background()).SlotActive {
+				t.Error("a page got no signals")
+			}
+		})
+	}
+	wg.Wait()
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("20 pages at once: %d reads, want 1", n)
+	}
+	mu.Lock()
+	now = now.Add(1500 * time.Millisecond)
+	mu.Unlock()
+	s.get(context.Background())
+	if n := reads.Load(); n != 2 {
+		t.Fatalf("after the TTL: %d reads, want 2", n)
 	}
 }

@@ -24,6 +24,8 @@ var assets embed.FS
 const (
 	lookupGap     = 100 * time.Millisecond
 	lookupMaxWait = 2 * time.Second
+	// signalsTTL is how long one read of the live signals serves every page.
+	signalsTTL = 500 * time.Millisecond
 )
 
 // Handler serves the page, its static assets, the JSON endpoints and the
@@ -34,16 +36,17 @@ func (c *Console) Handler() http.Handler {
 	tmpl := template.Must(template.New("").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).ParseFS(assets, "assets/*.html"))
 	static, _ := fs.Sub(assets, "assets")
 	lookups := newLookupLimiter(lookupGap, lookupMaxWait)
+	sigs := newSharedSignals(signalsTTL, func(ctx context.Context) Signals { return c.obs.signals(ctx) })
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "index.html", lookups) })
 	mux.HandleFunc("GET /steps", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "steps.html", lookups) })
 	mux.HandleFunc("GET /api/info", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Info()) })
 	mux.HandleFunc("GET /api/run", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Current()) })
-	mux.HandleFunc("GET /api/signals", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.obs.signals(r.Context())) })
+	mux.HandleFunc("GET /api/signals", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, sigs.get(r.Context())) })
 	mux.HandleFunc("GET /api/processes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Processes()) })
 	mux.HandleFunc("GET /api/order", lookups.limit(c.order))
-	mux.HandleFunc("GET /events", c.events)
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { c.events(w, r, sigs) })
 	if c.demo != nil {
 		mux.HandleFunc("POST /steps", c.runAllSteps)
 		mux.HandleFunc("POST /api/run", c.startRun)
@@ -179,7 +182,7 @@ func (c *Console) stopRun(w http.ResponseWriter, r *http.Request) {
 
 // events streams the run on every change and the signals and processes
 // every second, as server-sent events.
-func (c *Console) events(w http.ResponseWriter, r *http.Request) {
+func (c *Console) events(w http.ResponseWriter, r *http.Request, sigs *sharedSignals) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
@@ -201,7 +204,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	live := func() bool {
-		return send("signals", c.obs.signals(r.Context())) && send("processes", c.Processes())
+		return send("signals", sigs.get(r.Context())) && send("processes", c.Processes())
 	}
 	if !send("run", c.Current()) || !live() {
 		return
