@@ -47,6 +47,11 @@ type Config struct {
 	// carry. It prints as [redacted]. Default empty: no token.
 	Token Token
 
+	// IdempotencyTTL is how long an Idempotency-Key's answer is kept: a
+	// retry within it gets the stored answer, a key older than it is a new
+	// request, and Run prunes expired keys in small batches. Default 24h.
+	IdempotencyTTL time.Duration
+
 	// CreateTables makes Run create the tables the API writes (orders,
 	// api_idempotency) when they are missing. Default true.
 	CreateTables bool
@@ -67,6 +72,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:      1 << 20,
 		MaxHeaderBytes:    32 << 10,
 		CreateTables:      true,
+		IdempotencyTTL:    24 * time.Hour,
 	}
 }
 
@@ -99,6 +105,7 @@ func (c Config) Validate() error {
 		{"Config.WriteTimeout", c.WriteTimeout},
 		{"Config.IdleTimeout", c.IdleTimeout},
 		{"Config.ShutdownTimeout", c.ShutdownTimeout},
+		{"Config.IdempotencyTTL", c.IdempotencyTTL},
 	} {
 		if d.v <= 0 {
 			add(d.field, "%s: want > 0", d.v)
@@ -114,7 +121,7 @@ func (c Config) Validate() error {
 		add("Config.MaxHeaderBytes", "%d: want at least 1024", c.MaxHeaderBytes)
 	}
 	if c.Token != "" {
-		errs = append(errs, fielderr.Wrap("Config.Token", c.Token.validate()))
+		errs = append(errs, fielderr.Wrap("Config.Token", c.Token.Validate("API token")))
 	}
 	return errors.Join(errs...)
 }

@@ -50,6 +50,9 @@ func newServer(st store, cfg Config, log *slog.Logger, reg *prometheus.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("register API metrics: %w", err)
 	}
+	if ps, ok := st.(*pgStore); ok {
+		ps.ttl = cfg.IdempotencyTTL
+	}
 	s := &Server{cfg: cfg, log: log, store: st, metrics: m}
 	var ready ops.Readiness
 	ready.Add("postgres", st.ready)
@@ -113,7 +116,7 @@ func (s *Server) redact(text string) string {
 	if s.cfg.Token == "" {
 		return text
 	}
-	return strings.ReplaceAll(text, string(s.cfg.Token), redacted)
+	return strings.ReplaceAll(text, string(s.cfg.Token), s.cfg.Token.String())
 }
 
 // Handler is the whole API: orders routes, /healthz, /readyz and /metrics.
@@ -171,6 +174,10 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.checkReady(ctx)
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { defer close(pruned); s.pruneLoop(pruneCtx) }()
+	defer func() { stopPruning(); <-pruned }()
 	return s.serve(ctx, ln, metricsLn)
 }
 

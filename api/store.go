@@ -68,6 +68,8 @@ type store interface {
 	create(ctx context.Context, o newOrder) (answer, error)
 	order(ctx context.Context, id string) (Order, error)
 	ready(ctx context.Context) error
+	// prune removes Idempotency-Keys older than ttl.
+	prune(ctx context.Context, ttl time.Duration) (int64, error)
 }
 
 // rowWriter writes the order and its event inside create's transaction. It is
@@ -81,9 +83,12 @@ type rowWriter interface {
 type pgStore struct {
 	pool *pgxpool.Pool
 	w    rowWriter
+	ttl  time.Duration // of Idempotency-Keys: older ones are claimed anew
 }
 
-func newPGStore(pool *pgxpool.Pool) *pgStore { return &pgStore{pool: pool, w: sqlWriter{}} }
+func newPGStore(pool *pgxpool.Pool) *pgStore {
+	return &pgStore{pool: pool, w: sqlWriter{}, ttl: DefaultConfig().IdempotencyTTL}
+}
 
 // create writes the idempotency claim (when keyed), the order, its outbox
 // event and the stored answer in one transaction. A second request with the
@@ -108,7 +113,7 @@ func (s *pgStore) createOnce(ctx context.Context, o newOrder) (answer, error) {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // no-op after Commit
 
 	if o.key != nil {
-		prev, claimed, err := claimKey(ctx, tx, *o.key)
+		prev, claimed, err := claimKey(ctx, tx, *o.key, s.ttl)
 		if err != nil || !claimed {
 			return prev, err
 		}

@@ -141,6 +141,11 @@ type Config struct {
 	// resends nothing a read_committed consumer has seen
 	// (docs/design.md#exactly-once). Default false: at-least-once.
 	ExactlyOnce bool
+	// AllowedTopics, when set, are the only topics outbox rows may route
+	// events to: exact names or patterns with * and ? (path.Match), matched
+	// against the full topic name, TopicPrefix included. Events for other
+	// topics go to outbox_rejected. Default empty: every topic.
+	AllowedTopics []string
 	// PositionTopic is the compacted topic of the exactly-once position;
 	// default: TopicPrefix + "eventforge.positions".
 	PositionTopic string
@@ -288,6 +293,9 @@ func (c Config) Validate() error {
 	}
 	if p := c.PositionTopic; p != "" && outbox.TopicProblem(p) != "" {
 		add("Config.PositionTopic", "invalid topic %q: %s", p, outbox.TopicProblem(p))
+	}
+	for _, p := range allowedTopicsProblems(c.AllowedTopics) {
+		add("Config.AllowedTopics", "%s", p)
 	}
 	if c.ReconnectMax < c.ReconnectMin {
 		add("Config.ReconnectMax", "%s is below Config.ReconnectMin %s", c.ReconnectMax, c.ReconnectMin)

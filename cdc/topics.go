@@ -90,14 +90,15 @@ func newTopics(cfg *Config, client sarama.Client, lim *limits) (*topics, error) 
 }
 
 // ensure creates topic when missing and records its limit. A topic that no
-// event may go to (an invalid or internal name, or a missing one when
-// creation is disabled) yields a *RejectError: the event is set aside, the
+// event may go to (an invalid, internal or reserved name, one outside
+// AllowedTopics, or a missing one when creation is disabled) yields a
+// *RejectError: the event is set aside, the
 // relay goes on. Not safe for concurrent use.
 func (t *topics) ensure(ctx context.Context, topic string) error {
 	if t.ensured[topic] {
 		return nil
 	}
-	if problem := outbox.TopicProblem(topic); problem != "" {
+	if problem := t.cfg.topicRefusal(topic); problem != "" {
 		return &RejectError{Reason: problem}
 	}
 	if err := t.exist(ctx, topic); err != nil {

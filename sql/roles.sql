@@ -180,10 +180,11 @@ GRANT SELECT (id), UPDATE (status, updated_at) ON :"schema".orders TO :"worker_g
 -- names: grant it like publishing rights (SECURITY.md).
 --   orders           SELECT, INSERT: GET /orders/{id}; POST /orders (RETURNING)
 --   outbox           INSERT: the order.created event, no read-back
---   api_idempotency  SELECT, INSERT, UPDATE: claim a key, replay its answer
+--   api_idempotency  SELECT, INSERT, UPDATE: claim a key, replay its answer;
+--                    DELETE: prune keys older than --idempotency-ttl
 GRANT SELECT, INSERT ON :"schema".orders TO :"api_group";
 GRANT INSERT ON :"schema".outbox TO :"api_group";
-GRANT SELECT, INSERT, UPDATE ON :"schema".api_idempotency TO :"api_group";
+GRANT SELECT, INSERT, UPDATE, DELETE ON :"schema".api_idempotency TO :"api_group";
 
 COMMIT;
 

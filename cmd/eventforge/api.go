@@ -24,6 +24,7 @@ func newAPIRunCmd() *cobra.Command {
 		cfg       = api.DefaultConfig()
 		token     string
 		tokenFile string
+		files     secretFileFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -32,7 +33,7 @@ func newAPIRunCmd() *cobra.Command {
 
 POST /orders takes {"id"?: string, "customer": string, "amount": integer > 0, "currency": ISO 4217 code}
 and writes the orders row and its order.created outbox event in one transaction (201 {"id","status","event_id"}).
-An Idempotency-Key header makes a retry return the first answer. GET /orders/{id} reads an order back.
+An Idempotency-Key header makes a retry within --idempotency-ttl return the first answer. GET /orders/{id} reads an order back.
 /healthz, /readyz (database reachable and migrated) and /metrics are served on --http-addr, and on
 --metrics-addr too when it is set, with GET /openapi.json (the OpenAPI 3.0 document).
 With --api-token or --api-token-file the /orders routes need "Authorization: Bearer <token>".`,
@@ -46,11 +47,17 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 				return err
 			}
 			cfg.PGURL = pg.url
+			if err := files.check(log, map[string]string{"api-token-file": tokenFile}); err != nil {
+				return err
+			}
 			if cfg.Token, err = api.ResolveToken(token, tokenFile); err != nil {
 				return err
 			}
 			if err := cfg.Validate(); err != nil { // before connecting anywhere
 				return asFlags(err, apiFlagNames())
+			}
+			if cfg.Token == "" {
+				warnExposed(log, "api run", cfg.HTTPAddr, "--api-token-file")
 			}
 			guard, err := privileges.API().Verify(cmd.Context(), pg.url, log)
 			if err != nil {
@@ -74,9 +81,11 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "time an idle keep-alive connection stays open")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 above)")
 	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "largest request line and headers accepted (431 above)")
+	fs.DurationVar(&cfg.IdempotencyTTL, "idempotency-ttl", cfg.IdempotencyTTL, "how long an Idempotency-Key's answer is kept and replayed; older keys count as new and are pruned in small batches")
 	// The token's default is empty on purpose: --help must never show one.
 	fs.StringVar(&token, "api-token", "", "bearer token the /orders routes require (empty: none); prefer --api-token-file")
 	fs.StringVar(&tokenFile, "api-token-file", "", "file holding the bearer token the /orders routes require")
+	files.register(fs)
 	annotateEnv(cmd)
 	return cmd
 }

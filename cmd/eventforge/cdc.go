@@ -36,6 +36,7 @@ type relayFlags struct {
 	createTopics    bool
 	compression     string
 	maxMessageBytes int
+	allowedTopics   []string
 	mapping         mappingFlags
 }
 
@@ -50,6 +51,7 @@ func (f *relayFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.createTopics, "create-topics", true, "create missing topics; when false events to a missing topic go to outbox_rejected")
 	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
+	fs.StringSliceVar(&f.allowedTopics, "allowed-topics", nil, "the only topics events may go to, comma-separated full names (prefix included) or patterns with * and ?, e.g. 'shop.orders,shop.payments.*'; events for others go to outbox_rejected (default: all)")
 	f.mapping.register(cmd, true)
 }
 
@@ -79,6 +81,7 @@ func (f *relayFlags) config(cmd *cobra.Command) (cdc.Config, error) {
 	cfg.CreateTopics = f.createTopics
 	cfg.Compression = f.compression
 	cfg.MaxMessageBytes = f.maxMessageBytes
+	cfg.AllowedTopics = f.allowedTopics
 	return cfg, nil
 }
 

@@ -12,11 +12,13 @@ import (
 
 func newConsoleCmd() *cobra.Command {
 	var (
-		pg      pgFlags
-		kf      kafkaFlags
-		lf      logFlags
-		cfg     = console.DefaultConfig()
-		workers []string
+		pg        pgFlags
+		kf        kafkaFlags
+		lf        logFlags
+		cfg       = console.DefaultConfig()
+		workers   []string
+		token     string
+		tokenFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "console",
@@ -43,6 +45,12 @@ failure scenarios (run for real, with failpoints), and removes everything when i
 				return err
 			}
 			cfg.PGURL, cfg.WorkerMetrics, cfg.Logger = pg.url, workers, log
+			if err := kf.files.check(log, map[string]string{"console-token-file": tokenFile}); err != nil {
+				return err
+			}
+			if cfg.Token, err = resolveToken(token, tokenFile, "console token", "--console-token"); err != nil {
+				return err
+			}
 			if cfg.Demo && cfg.Bin == "" {
 				if cfg.Bin, err = os.Executable(); err != nil {
 					return fmt.Errorf("find the eventforge binary: %w", err)
@@ -61,6 +69,9 @@ failure scenarios (run for real, with failpoints), and removes everything when i
 				return err
 			}
 			defer c.Close()
+			if cfg.Token == "" && cfg.InsecureNoAuth {
+				warnExposed(log, "console", ln.Addr().String(), "--console-token-file")
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "eventforge console: http://%s/\n", ln.Addr())
 			return c.Serve(cmd.Context(), ln)
 		},
@@ -80,6 +91,11 @@ failure scenarios (run for real, with failpoints), and removes everything when i
 	fs.StringVar(&cfg.RelayMetrics, "relay-metrics-addr", "", "read-only: host:port of the relay's /metrics")
 	fs.StringSliceVar(&workers, "worker-metrics-addrs", nil, "read-only: host:port of each worker's /metrics, comma-separated")
 	fs.StringVar(&cfg.APIURL, "api-url", "", "read-only: the orders API's base URL, shown on the page")
+	fs.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil, "host names the console answers to besides the bind address, localhost and loopback addresses (others get 421), comma-separated")
+	// The token's default is empty on purpose: --help must never show one.
+	fs.StringVar(&token, "console-token", "", "bearer token every request must carry (a browser: open /?token=… once); needed beyond loopback; prefer --console-token-file")
+	fs.StringVar(&tokenFile, "console-token-file", "", "file holding the console's bearer token")
+	fs.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "serve beyond loopback without a token (anyone who reaches --http-addr reads the pipeline, and with --demo drives it)")
 	annotateEnv(cmd)
 	return cmd
 }

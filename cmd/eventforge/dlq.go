@@ -104,6 +104,8 @@ type letterJSON struct {
 	Key               string            `json:"key"`
 	Value             string            `json:"value"`
 	Headers           map[string]string `json:"headers"`
+	// Refused is why dlq replay will not replay the letter (empty: it may).
+	Refused string `json:"refused,omitempty"`
 }
 
 func writeLettersJSON(w io.Writer, letters []dlq.Letter) error {
@@ -117,7 +119,7 @@ func writeLettersJSON(w io.Writer, letters []dlq.Letter) error {
 			DLQPartition: l.Partition, DLQOffset: l.Offset, Timestamp: l.Timestamp,
 			EventID: l.EventID, Error: l.Error, Attempts: l.Attempts,
 			OriginalTopic: l.OriginalTopic, OriginalPartition: l.OriginalPartition, OriginalOffset: l.OriginalOffset,
-			Consumer: l.Consumer, Key: string(l.Key), Value: string(l.Value), Headers: hs,
+			Consumer: l.Consumer, Key: string(l.Key), Value: string(l.Value), Headers: hs, Refused: dlq.Refusal(l),
 		})
 		if err != nil {
 			return err
@@ -128,24 +130,32 @@ func writeLettersJSON(w io.Writer, letters []dlq.Letter) error {
 
 func writeLettersTable(w io.Writer, letters []dlq.Letter) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EVENT ID\tATTEMPTS\tORIGINAL\tCONSUMER\tERROR")
+	fmt.Fprintln(tw, "EVENT ID\tATTEMPTS\tORIGINAL\tCONSUMER\tREPLAY\tERROR")
+	refused := 0
 	for _, l := range letters {
 		id := l.EventID
 		if id == "" {
 			id = "(none)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s/%d@%d\t%s\t%s\n", id, l.Attempts, l.OriginalTopic, l.OriginalPartition, l.OriginalOffset, l.Consumer, oneLine(errors.New(l.Error)))
+		replay := "ok"
+		if dlq.Refusal(l) != "" {
+			replay, refused = "refused", refused+1
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s/%d@%d\t%s\t%s\t%s\n", id, l.Attempts, l.OriginalTopic, l.OriginalPartition, l.OriginalOffset, l.Consumer, replay, oneLine(errors.New(l.Error)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d dead letters\n", len(letters))
+	if _, err := fmt.Fprintf(w, "%d dead letters\n", len(letters)); err != nil || refused == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d refused for replay: their %s header disagrees with the dead-letter topic (not written by a worker)\n", refused, outbox.HeaderDLQOriginalTopic)
 	return err
 }
 
 func newDLQReplayCmd() *cobra.Command {
 	var f dlqFlags
-	var eventID string
+	var eventID, prefix string
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -153,7 +163,10 @@ func newDLQReplayCmd() *cobra.Command {
 		Long: `Republish dead letters to their original topic with their original key, value, timestamp and headers
 (the event id unchanged, the x-eventforge-* headers removed), partitioned by key as the relay does.
 Workers apply them again; where an event was already applied, the inbox drops it.
-An event dead-lettered several times is replayed once. Dead letters stay in the dead-letter topic.`,
+An event dead-lettered several times is replayed once. Dead letters stay in the dead-letter topic.
+The original topic is the dead-letter topic's name less .dlq (orders.dlq → orders); a dead letter whose
+x-eventforge-original-topic header names another topic is refused (not written by a worker), and with
+--topic-prefix no destination outside the prefix is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var sel dlq.Selection
@@ -169,17 +182,21 @@ An event dead-lettered several times is replayed once. Dead letters stay in the 
 				}
 				sel.EventID = id
 			}
-			return replayDLQ(cmd.Context(), cmd.OutOrStdout(), &f, sel)
+			return replayDLQ(cmd.Context(), cmd.OutOrStdout(), &f, sel, prefix)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&eventID, "event-id", "", "replay the dead letters of this event id")
 	cmd.Flags().BoolVar(&all, "all", false, "replay every dead letter of the topic")
+	cmd.Flags().StringVar(&prefix, "topic-prefix", "", "the relay's --topic-prefix: refuse to replay to a topic outside it")
 	annotateEnv(cmd)
 	return cmd
 }
 
-func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection) error {
+func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection, prefix string) error {
+	if err := dlq.CheckDestination(strings.TrimSuffix(f.topic, outbox.DLQSuffix), prefix); err != nil {
+		return fmt.Errorf("dlq replay --topic %s: %w", f.topic, err)
+	}
 	letters, err := f.read(ctx)
 	if err != nil {
 		return err
@@ -189,7 +206,11 @@ func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection)
 		return fmt.Errorf("no dead letter of event %s in %s", sel.EventID, f.topic)
 	}
 	for _, s := range plan.Skipped {
-		fmt.Fprintf(w, "skipped %s offset %d/%d: %s\n", orNone(s.Letter.EventID), s.Letter.Partition, s.Letter.Offset, s.Reason)
+		verb := "skipped"
+		if s.Refused {
+			verb = "refused"
+		}
+		fmt.Fprintf(w, "%s %s offset %d/%d: %s\n", verb, orNone(s.Letter.EventID), s.Letter.Partition, s.Letter.Offset, s.Reason)
 	}
 	kc, err := f.kafka.config("eventforge-dlq")
 	if err != nil {
@@ -209,9 +230,10 @@ func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection)
 		err = fmt.Errorf("close producer: %w", cerr)
 	}
 	for _, r := range done {
-		fmt.Fprintf(w, "replayed event %s to %s partition %d offset %d\n", r.Letter.EventID, r.Letter.OriginalTopic, r.Partition, r.Offset)
+		fmt.Fprintf(w, "replayed event %s to %s partition %d offset %d\n", r.Letter.EventID, r.Letter.Destination(), r.Partition, r.Offset)
 	}
-	fmt.Fprintf(w, "%d replayed, %d skipped, %d dead letters read from %s\n", len(done), len(plan.Skipped), len(letters), f.topic)
+	refused := plan.Refused()
+	fmt.Fprintf(w, "%d replayed, %d skipped, %d refused, %d dead letters read from %s\n", len(done), len(plan.Skipped)-refused, refused, len(letters), f.topic)
 	return err
 }
 

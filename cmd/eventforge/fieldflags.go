@@ -50,6 +50,7 @@ func relayFlagNames() map[string]string {
 		"Config.Publication":            "--publication",
 		"Config.OutboxTable":            "--outbox-table",
 		"Config.TopicPrefix":            "--topic-prefix",
+		"Config.AllowedTopics":          "--allowed-topics",
 		"Config.TopicPartitions":        "--topic-partitions",
 		"Config.TopicReplicationFactor": "--topic-replication-factor",
 		"Config.TopicMinInsyncReplicas": "--topic-min-insync-replicas",
@@ -103,6 +104,7 @@ func apiFlagNames() map[string]string {
 		"Config.MaxBodyBytes":      "--max-body-bytes",
 		"Config.MaxHeaderBytes":    "--max-header-bytes",
 		"Config.Token":             "--api-token",
+		"Config.IdempotencyTTL":    "--idempotency-ttl",
 	}
 }
 

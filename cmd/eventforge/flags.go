@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -40,10 +41,15 @@ type kafkaFlags struct {
 	mechanism, user, password, passwordFile string
 
 	oauthTokenFile, oauthTokenCommand, awsRegion string
+
+	files secretFileFlags
+	cmd   *cobra.Command // where the secret-file warnings go (its stderr)
 }
 
 func (k *kafkaFlags) register(cmd *cobra.Command) {
+	k.cmd = cmd
 	fs := cmd.Flags()
+	k.files.register(fs)
 	fs.StringVar(&k.brokers, "kafka-brokers", "", "Kafka bootstrap brokers, comma-separated host:port")
 	fs.BoolVar(&k.tls, "kafka-tls", false, "connect to the brokers with TLS (1.2 or later; implied by any other --kafka-tls-* flag)")
 	fs.StringVar(&k.caFile, "kafka-tls-ca-file", "", "PEM CA bundle that signs the broker certificates (default: the system roots)")
@@ -62,6 +68,9 @@ func (k *kafkaFlags) register(cmd *cobra.Command) {
 // config is the Kafka configuration of a client named clientID, its TLS
 // files and password file read; the brokers are checked by kafka.Config.Validate.
 func (k *kafkaFlags) config(clientID string) (kafka.Config, error) {
+	if err := k.checkFiles(); err != nil {
+		return kafka.Config{}, err
+	}
 	sec, err := k.security()
 	if err != nil {
 		return kafka.Config{}, err
@@ -70,6 +79,16 @@ func (k *kafkaFlags) config(clientID string) (kafka.Config, error) {
 		return kafka.Config{}, asFlags(err, kafkaFlagNames())
 	}
 	return kafka.Config{Brokers: kafka.ParseBrokers(k.brokers), ClientID: clientID, Security: sec}, nil
+}
+
+// checkFiles warns about (or refuses) secret files others may read.
+func (k *kafkaFlags) checkFiles() error {
+	log := slog.Default()
+	if k.cmd != nil {
+		log = slog.New(slog.NewTextHandler(k.cmd.ErrOrStderr(), nil))
+	}
+	return k.files.check(log, map[string]string{"kafka-sasl-password-file": k.passwordFile,
+		"kafka-oauth-token-file": k.oauthTokenFile, "kafka-tls-key-file": k.keyFile})
 }
 
 func (k *kafkaFlags) security() (kafka.Security, error) {

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/secret"
 )
 
 // Config configures the console.
@@ -46,6 +47,18 @@ type Config struct {
 	// APIURL is the orders API (read-only mode: only shown).
 	APIURL string
 
+	// AllowedHosts are host names the console answers to besides its own
+	// (the bind address, localhost, loopback addresses): the names a proxy
+	// or a browser uses to reach it. Requests naming another host get 421.
+	AllowedHosts []string
+	// Token, when set, is required of every request: as
+	// "Authorization: Bearer", or in a browser through ?token= once (the
+	// answer sets a session cookie). Required when HTTPAddr is beyond
+	// loopback, unless InsecureNoAuth.
+	Token secret.Token
+	// InsecureNoAuth lets the console bind beyond loopback without a token.
+	InsecureNoAuth bool
+
 	// Logger receives the console's own log lines. Default: discard.
 	Logger *slog.Logger
 }
@@ -72,6 +85,13 @@ func (c Config) Validate() error {
 	}
 	if len(c.Kafka.Brokers) == 0 {
 		errs = append(errs, errors.New("no Kafka brokers: set --kafka-brokers or EVENTFORGE_KAFKA_BROKERS"))
+	}
+	if c.Token != "" {
+		if err := c.Token.Validate("console token"); err != nil {
+			errs = append(errs, err)
+		}
+	} else if c.HTTPAddr != "" && !secret.LoopbackOnly(c.HTTPAddr) && !c.InsecureNoAuth {
+		errs = append(errs, fmt.Errorf("--http-addr %s is reachable beyond this machine: set --console-token-file (or --console-token), or --insecure-no-auth to serve without one", c.HTTPAddr))
 	}
 	if c.Demo && c.Bin == "" {
 		errs = append(errs, errors.New("demo mode needs the eventforge binary"))

@@ -111,7 +111,9 @@ func (d *demo) setup(ctx context.Context) error {
 	if d.dbURL, err = createDatabase(ctx, d.cfg.PGURL, d.dbName); err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, d.cfg.Bin, "migrate", "--demo", "--pg-url", d.dbURL).CombinedOutput()
+	migrate := exec.CommandContext(ctx, d.cfg.Bin, "migrate", "--demo")
+	migrate.Env = childEnv("", pgURLEnv(d.dbURL))
+	out, err := migrate.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("migrate demo database: %w: %s", err, out)
 	}
@@ -144,24 +146,24 @@ func (d *demo) makeProcs() error {
 		addrs[i] = a
 	}
 	d.apiAddr, d.relayAddr = addrs[0], addrs[1]
-	pg, kb := []string{"--pg-url", d.dbURL}, []string{"--kafka-brokers", d.cfg.brokerList()}
-	// Each process names its PostgreSQL sessions, so pg_stat_activity tells
-	// whose transaction waits at a gate.
-	named := func(name string) []string { return []string{"--pg-url", withAppName(d.dbURL, name)} }
-	mk := func(name, ready string, args ...string) *proc {
-		return &proc{name: name, bin: d.cfg.Bin, args: args, logDir: d.dir, readyAddr: ready}
+	kb := []string{"--kafka-brokers", d.cfg.brokerList()}
+	// The PostgreSQL URL, password included, travels in the environment,
+	// never in the arguments. Each process names its PostgreSQL sessions, so
+	// pg_stat_activity tells whose transaction waits at a gate.
+	mk := func(name, ready, pgURL string, args ...string) *proc {
+		return &proc{name: name, bin: d.cfg.Bin, args: args, logDir: d.dir, readyAddr: ready, env: []string{pgURLEnv(pgURL)}}
 	}
-	d.api = mk("api", d.apiAddr, append([]string{"api", "run", "--http-addr", d.apiAddr,
-		"--request-timeout", "2m", "--write-timeout", "150s", "--log-level", "warn"}, named("api")...)...)
-	d.relay = mk("relay", d.relayAddr, append(append([]string{"cdc", "run", "--slot", d.slot,
+	d.api = mk("api", d.apiAddr, withAppName(d.dbURL, "api"), "api", "run", "--http-addr", d.apiAddr,
+		"--request-timeout", "2m", "--write-timeout", "150s", "--log-level", "warn")
+	d.relay = mk("relay", d.relayAddr, d.dbURL, append([]string{"cdc", "run", "--slot", d.slot,
 		"--topic-prefix", d.prefix, "--topic-partitions", fmt.Sprint(demoPartitions),
 		"--metrics-addr", d.relayAddr, "--heartbeat-interval", "1s", "--status-interval", "1s",
-		"--shutdown-timeout", "5s", "--log-level", "warn"}, pg...), kb...)...)
+		"--shutdown-timeout", "5s", "--log-level", "warn"}, kb...)...)
 	worker := func(name, addr, group string) *proc {
-		return mk(name, addr, append(append([]string{"worker", "run", "--group", group, "--consumer", d.group,
+		return mk(name, addr, withAppName(d.dbURL, name), append([]string{"worker", "run", "--group", group, "--consumer", d.group,
 			"--topics", d.topic(), "--handlers", d.handlers, "--metrics-addr", addr,
 			"--max-attempts", "3", "--retry-backoff", "100ms", "--max-backoff", "400ms",
-			"--batch-size", "1", "--commit-interval", "2s", "--session-timeout", "6s", "--log-level", "warn"}, named(name)...), kb...)...)
+			"--batch-size", "1", "--commit-interval", "2s", "--session-timeout", "6s", "--log-level", "warn"}, kb...)...)
 	}
 	d.workers = []*proc{worker("worker-1", addrs[2], d.group), worker("worker-2", addrs[3], d.group)}
 	d.twin = worker("worker-twin", addrs[4], d.group+"-twin")
@@ -278,6 +280,10 @@ func (d *demo) close(ctx context.Context) {
 	}
 	deleteTopics(d.cfg.Kafka.Brokers, d.topic(), d.topic()+outbox.DLQSuffix)
 }
+
+// pgURLEnv is the environment entry that gives a child process its
+// PostgreSQL URL: the EVENTFORGE_ twin of --pg-url.
+func pgURLEnv(pgURL string) string { return "EVENTFORGE_PG_URL=" + pgURL }
 
 // withAppName sets application_name in a PostgreSQL URL.
 func withAppName(pgURL, name string) string {

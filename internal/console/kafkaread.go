@@ -14,6 +14,10 @@ import (
 // event: the console reads real topics, which may be long.
 const scanLimit = 20000
 
+// lookupTimeout bounds the Kafka reads of one lookup, every partition
+// included.
+const lookupTimeout = 5 * time.Second
+
 // kafkaReader reads what the console shows from the brokers.
 type kafkaReader struct {
 	client sarama.Client
@@ -60,17 +64,18 @@ func (k *kafkaReader) partitions(topic string) (int32, error) {
 }
 
 // find returns the records of partition p whose event_id header is eventID.
-func (k *kafkaReader) find(topic string, p int32, eventID string) ([]record, error) {
-	return k.scan(topic, p, func(_ []byte, hs map[string]string) bool { return hs["event_id"] == eventID })
+func (k *kafkaReader) find(deadline time.Time, topic string, p int32, eventID string) ([]record, error) {
+	return k.scan(deadline, topic, p, func(_ []byte, hs map[string]string) bool { return hs["event_id"] == eventID })
 }
 
 // findKey returns the records of partition p with the key.
-func (k *kafkaReader) findKey(topic string, p int32, key string) ([]record, error) {
-	return k.scan(topic, p, func(k []byte, _ map[string]string) bool { return string(k) == key })
+func (k *kafkaReader) findKey(deadline time.Time, topic string, p int32, key string) ([]record, error) {
+	return k.scan(deadline, topic, p, func(k []byte, _ map[string]string) bool { return string(k) == key })
 }
 
-// scan reads partition p up to its high watermark and keeps what match accepts.
-func (k *kafkaReader) scan(topic string, p int32, match func(key []byte, headers map[string]string) bool) ([]record, error) {
+// scan reads partition p up to its high watermark and keeps what match
+// accepts, until the deadline.
+func (k *kafkaReader) scan(deadline time.Time, topic string, p int32, match func(key []byte, headers map[string]string) bool) ([]record, error) {
 	hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
 	if err != nil {
 		return nil, fmt.Errorf("read high watermark: %w", err)
@@ -94,7 +99,8 @@ func (k *kafkaReader) scan(topic string, p int32, match func(key []byte, headers
 	}
 	defer pc.Close()
 	var out []record
-	timeout := time.After(5 * time.Second)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	for {
 		select {
 		case m := <-pc.Messages():
@@ -108,7 +114,7 @@ func (k *kafkaReader) scan(topic string, p int32, match func(key []byte, headers
 			if m.Offset >= hwm-1 {
 				return out, nil
 			}
-		case <-timeout:
+		case <-timer.C:
 			return out, errors.New("reading the topic timed out")
 		}
 	}
@@ -116,14 +122,14 @@ func (k *kafkaReader) scan(topic string, p int32, match func(key []byte, headers
 
 // findAll looks for the event's records in every partition (dead letters
 // keep the original key, but their topic may have another partition count).
-func (k *kafkaReader) findAll(topic, eventID string) ([]record, error) {
+func (k *kafkaReader) findAll(deadline time.Time, topic, eventID string) ([]record, error) {
 	n, err := k.partitions(topic)
 	if err != nil {
 		return nil, err
 	}
 	var out []record
 	for p := range n {
-		rs, err := k.find(topic, p, eventID)
+		rs, err := k.find(deadline, topic, p, eventID)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,10 @@ type proc struct {
 	args      []string
 	logDir    string
 	readyAddr string // host:port serving /readyz; empty: none
+	// env holds the process's secrets as KEY=VALUE (EVENTFORGE_PG_URL):
+	// arguments are readable by every local user in /proc/PID/cmdline, the
+	// environment only by the same user and root.
+	env []string
 
 	mu        sync.Mutex
 	cmd       *exec.Cmd
@@ -59,7 +63,7 @@ func (p *proc) start(failpoints string) error {
 	}
 	defer f.Close() // the child holds its own descriptor
 	cmd := exec.Command(p.bin, p.args...)
-	cmd.Env = childEnv(failpoints)
+	cmd.Env = childEnv(failpoints, p.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// The demo processes must not outlive the console, even after a SIGKILL of it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -79,8 +83,9 @@ func (p *proc) start(failpoints string) error {
 }
 
 // childEnv is the console's environment without EVENTFORGE_ variables (flags
-// configure each process), plus the failpoints when given.
-func childEnv(failpoints string) []string {
+// configure each process), plus the failpoints when given and the process's
+// own variables (its secrets).
+func childEnv(failpoints string, own ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "EVENTFORGE_") {
@@ -90,7 +95,7 @@ func childEnv(failpoints string) []string {
 	if failpoints != "" {
 		out = append(out, "EVENTFORGE_FAILPOINTS="+failpoints)
 	}
-	return out
+	return append(out, own...)
 }
 
 // running reports whether the process runs.

@@ -86,7 +86,9 @@ func TestReadOnlyConsoleReadsARunningPipeline(t *testing.T) {
 		t.Fatalf("signals %+v: want no slot lag (no slot), consumer lag 0, no relay metrics", s)
 	}
 	rec := httptest.NewRecorder()
-	c.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/?order="+id, nil))
+	req := httptest.NewRequest("GET", "/?order="+id, nil)
+	req.Host = "localhost:8088"
+	c.Handler().ServeHTTP(rec, req)
 	if body := rec.Body.String(); !strings.Contains(body, `data-state="processed"`) || !strings.Contains(body, eventID) {
 		t.Fatalf("the page does not show the order's state: %s", body)
 	}

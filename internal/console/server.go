@@ -19,26 +19,42 @@ import (
 //go:embed assets
 var assets embed.FS
 
+// lookupGap is the least time between the starts of two order lookups
+// (each reads Kafka); lookupMaxWait is how long a lookup waits its turn.
+const (
+	lookupGap     = 100 * time.Millisecond
+	lookupMaxWait = 2 * time.Second
+	// signalsTTL is how long one read of the live signals serves every page.
+	signalsTTL = 500 * time.Millisecond
+)
+
 // Handler serves the page, its static assets, the JSON endpoints and the
-// server-sent events.
+// server-sent events. Before any handler runs, a request must name one of
+// the console's hosts and, when a token is configured, carry it. The
+// scenario actions exist only in demo mode.
 func (c *Console) Handler() http.Handler {
 	tmpl := template.Must(template.New("").Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).ParseFS(assets, "assets/*.html"))
 	static, _ := fs.Sub(assets, "assets")
+	lookups := newLookupLimiter(lookupGap, lookupMaxWait)
+	sigs := newSharedSignals(signalsTTL, func(ctx context.Context) Signals { return c.obs.signals(ctx) })
 	mux := http.NewServeMux()
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "index.html") })
-	mux.HandleFunc("GET /steps", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "steps.html") })
-	mux.HandleFunc("POST /steps", c.runAllSteps)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "index.html", lookups) })
+	mux.HandleFunc("GET /steps", func(w http.ResponseWriter, r *http.Request) { c.page(w, r, tmpl, "steps.html", lookups) })
 	mux.HandleFunc("GET /api/info", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Info()) })
 	mux.HandleFunc("GET /api/run", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Current()) })
-	mux.HandleFunc("GET /api/signals", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.obs.signals(r.Context())) })
+	mux.HandleFunc("GET /api/signals", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, sigs.get(r.Context())) })
 	mux.HandleFunc("GET /api/processes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Processes()) })
-	mux.HandleFunc("GET /api/order", c.order)
-	mux.HandleFunc("POST /api/run", c.startRun)
-	mux.HandleFunc("POST /api/run/next", c.next)
-	mux.HandleFunc("POST /api/run/stop", c.stopRun)
-	mux.HandleFunc("GET /events", c.events)
-	return sameOrigin(securityHeaders(mux))
+	mux.HandleFunc("GET /api/order", lookups.limit(c.order))
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { c.events(w, r, sigs) })
+	if c.demo != nil {
+		mux.HandleFunc("POST /steps", c.runAllSteps)
+		mux.HandleFunc("POST /api/run", c.startRun)
+		mux.HandleFunc("POST /api/run/next", c.next)
+		mux.HandleFunc("POST /api/run/stop", c.stopRun)
+	}
+	inner := sameOrigin(securityHeaders(mux))
+	return guardHost(newHostPolicy(c.cfg.HTTPAddr, c.cfg.AllowedHosts), guardToken(c.cfg.Token, inner))
 }
 
 // Serve serves the console on ln until ctx ends; the live-update streams
@@ -62,7 +78,7 @@ type pageData struct {
 	Order string
 }
 
-func (c *Console) page(w http.ResponseWriter, r *http.Request, tmpl *template.Template, name string) {
+func (c *Console) page(w http.ResponseWriter, r *http.Request, tmpl *template.Template, name string, lookups *lookupLimiter) {
 	sc := findScenario(r.URL.Query().Get("scenario"))
 	run := c.Current()
 	if sc == nil {
@@ -74,12 +90,17 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, tmpl *template.Te
 	d := pageData{Info: c.Info(), Scenarios: scenarioViews(), Scenario: sc.view(), Error: r.URL.Query().Get("error")}
 	if id := r.URL.Query().Get("order"); id != "" {
 		d.Order = id
-		f, cards, err := c.Order(r.Context(), id)
-		if err != nil {
-			d.Error = err.Error()
+		if release, ok := lookups.acquire(r.Context()); !ok {
+			d.Error = "too many order lookups at once; reload in a second"
+		} else {
+			f, cards, err := c.Order(r.Context(), id)
+			release()
+			if err != nil {
+				d.Error = err.Error()
+			}
+			d.Latest = &Snapshot{Title: "Order " + id, Cards: cards, Facts: f, At: f.ReadAt,
+				Evidence: []string{"read at " + f.ReadAt.Format("15:04:05.000") + " UTC from PostgreSQL and Kafka"}}
 		}
-		d.Latest = &Snapshot{Title: "Order " + id, Cards: cards, Facts: f, At: f.ReadAt,
-			Evidence: []string{"read at " + f.ReadAt.Format("15:04:05.000") + " UTC from PostgreSQL and Kafka"}}
 	} else if run.Scenario == sc.name {
 		d.Run = run
 		if n := len(run.Snapshots); n > 0 {
@@ -161,7 +182,7 @@ func (c *Console) stopRun(w http.ResponseWriter, r *http.Request) {
 
 // events streams the run on every change and the signals and processes
 // every second, as server-sent events.
-func (c *Console) events(w http.ResponseWriter, r *http.Request) {
+func (c *Console) events(w http.ResponseWriter, r *http.Request, sigs *sharedSignals) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
@@ -183,7 +204,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	live := func() bool {
-		return send("signals", c.obs.signals(r.Context())) && send("processes", c.Processes())
+		return send("signals", sigs.get(r.Context())) && send("processes", c.Processes())
 	}
 	if !send("run", c.Current()) || !live() {
 		return

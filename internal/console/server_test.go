@@ -16,7 +16,9 @@ func pageConsole() *Console {
 func get(t *testing.T, h http.Handler, path string) (int, string, http.Header) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = "127.0.0.1:8088"
+	h.ServeHTTP(rec, req)
 	b, _ := io.ReadAll(rec.Body)
 	return rec.Code, string(b), rec.Header()
 }
@@ -66,11 +68,17 @@ func TestStaticAssetsAreEmbedded(t *testing.T) {
 	}
 }
 
-func TestScenarioActionsNeedDemoMode(t *testing.T) {
+// TestScenarioActionsExistOnlyInDemo: read-only, the routes that start,
+// step and stop scenarios (and restart processes) are not served at all.
+func TestScenarioActionsExistOnlyInDemo(t *testing.T) {
 	h := pageConsole().Handler()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/run", strings.NewReader(`{"scenario":"journey"}`)))
-	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "--demo") {
-		t.Fatalf("POST /api/run read-only: %d %s", rec.Code, rec.Body)
+	for _, path := range []string{"/api/run", "/api/run/next", "/api/run/stop", "/steps"} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"scenario":"journey"}`))
+		req.Host = "localhost:8088"
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s read-only: %d %s, want 404 or 405", path, rec.Code, rec.Body)
+		}
 	}
 }

@@ -112,10 +112,11 @@ func (o *observer) kafkaFacts(f *Facts) error {
 	if f.EventID == "" {
 		return nil
 	}
-	if f.Records, err = o.kafka.find(o.t.topic, f.Partition, f.EventID); err != nil {
+	deadline := time.Now().Add(lookupTimeout) // for the topic and its dead letters together
+	if f.Records, err = o.kafka.find(deadline, o.t.topic, f.Partition, f.EventID); err != nil {
 		return err
 	}
-	f.DeadLetters, _ = o.kafka.findAll(o.t.topic+outbox.DLQSuffix, f.EventID) // no dead-letter topic: none
+	f.DeadLetters, _ = o.kafka.findAll(deadline, o.t.topic+outbox.DLQSuffix, f.EventID) // no dead-letter topic: none
 	return nil
 }
 

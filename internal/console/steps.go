@@ -152,7 +152,7 @@ func relaySawNothing(ctx context.Context, r *run) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs, err := r.obs.kafka.findKey(r.obs.t.topic, f.Partition, r.orderID)
+	recs, err := r.obs.kafka.findKey(time.Now().Add(lookupTimeout), r.obs.t.topic, f.Partition, r.orderID)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,11 @@ const (
 	HeaderTracestate  = "tracestate"
 )
 
+// ReservedHeaderPrefix starts every header name that only EventForge's own
+// paths write: the dead-letter headers below and dlq replay's
+// x-eventforge-replay. An outbox row may not carry one (CheckHeaders).
+const ReservedHeaderPrefix = "x-eventforge-"
+
 // Dead-letter header names fixed by the contract.
 const (
 	HeaderDLQError             = "x-eventforge-error"

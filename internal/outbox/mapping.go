@@ -227,6 +227,9 @@ func (m *Mapping) Extras() ([]Extra, error) {
 		if col == "" || hdr == "" || strings.Contains(hdr, ":") {
 			return nil, fmt.Errorf("invalid extra header %q: want column or column:header", s)
 		}
+		if err := CheckHeaders(map[string]string{hdr: ""}); err != nil {
+			return nil, fmt.Errorf("invalid extra header %q: %w", s, err)
+		}
 		out = append(out, Extra{Column: col, Header: hdr})
 	}
 	return out, nil

@@ -41,6 +41,8 @@ func TestMappingValidate(t *testing.T) {
 	dbz, _ := Preset(PresetDebezium)
 	noSource := DefaultMapping()
 	noSource.Format, noSource.CloudEventsSource = FormatCloudEvents, ""
+	reservedExtra := DefaultMapping()
+	reservedExtra.ExtraHeaders = []string{"tenant", "origin:X-EventForge-Original-Topic"}
 	cases := []struct {
 		name string
 		m    Mapping
@@ -51,6 +53,7 @@ func TestMappingValidate(t *testing.T) {
 		{"table without schema", Mapping{Table: "events", EventID: "i", Topic: "t", Key: "k", Payload: "p"}, ""},
 		{"cloudevents without event type", ce, "needs an event type column"},
 		{"cloudevents without source", noSource, "non-empty --cloudevents-source"},
+		{"extra header with a reserved name", reservedExtra, "reserved header name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

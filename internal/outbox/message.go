@@ -33,6 +33,9 @@ const uuidLen = 36
 // event_type, aggregate_type, then the string entries of the headers column
 // sorted by name.
 func Message(e *Event, topicPrefix string) (*sarama.ProducerMessage, error) {
+	if err := CheckHeaders(e.Headers); err != nil {
+		return nil, err
+	}
 	r := new(Record)
 	if err := r.build(e, e.Topic(topicPrefix), contractConverters); err != nil {
 		return nil, err
@@ -77,9 +80,14 @@ func NewBuilder(topicPrefix string) *Builder {
 	return &Builder{prefix: topicPrefix, topics: make(map[string]string), conv: contractConverters}
 }
 
-// Build fills r with the record of e, as Message does. The record does not
+// Build fills r with the record of e, as Message does; an event whose
+// headers use a reserved name (CheckHeaders) gets an error instead, which
+// the relay records as the reason it sets the event aside. The record does not
 // alias e, whose buffers the caller may reuse.
 func (b *Builder) Build(r *Record, e *Event) error {
+	if err := CheckHeaders(e.Headers); err != nil {
+		return err
+	}
 	switch b.format {
 	case FormatCloudEvents:
 		return r.buildCloudEvents(e, b.Topic(e), b.source, b.conv)

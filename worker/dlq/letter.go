@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -141,16 +142,27 @@ func Decode(m *sarama.ConsumerMessage) Letter {
 	return l
 }
 
-// Republish is the record that puts l back on its original topic: the
-// original key, value, timestamp and headers (so the same event_id), without
-// the dead-letter headers, plus HeaderReplay. The caller's producer
-// partitions it by key, as the relay did.
+// Destination is the topic a replay of l writes to: the dead-letter topic's
+// own name less outbox.DLQSuffix ("orders.dlq" → "orders"), never the
+// x-eventforge-original-topic header, which whoever wrote the record chose.
+// Empty when the topic is no dead-letter topic.
+func (l Letter) Destination() string {
+	if !strings.HasSuffix(l.Topic, outbox.DLQSuffix) {
+		return ""
+	}
+	return strings.TrimSuffix(l.Topic, outbox.DLQSuffix)
+}
+
+// Republish is the record that puts l back on its original topic
+// (Destination): the original key, value, timestamp and headers (so the
+// same event_id), without the dead-letter headers, plus HeaderReplay. The
+// caller's producer partitions it by key, as the relay did.
 func (l Letter) Republish() *sarama.ProducerMessage {
 	hs := make([]sarama.RecordHeader, 0, len(l.Headers)+1)
 	hs = append(hs, l.Headers...)
 	hs = append(hs, header(HeaderReplay, fmt.Sprintf("%s/%d@%d", l.Topic, l.Partition, l.Offset)))
 	pm := &sarama.ProducerMessage{
-		Topic:     l.OriginalTopic,
+		Topic:     l.Destination(),
 		Headers:   hs,
 		Timestamp: l.Timestamp,
 	}
@@ -163,7 +175,11 @@ func (l Letter) Republish() *sarama.ProducerMessage {
 	return pm
 }
 
-func isOwnHeader(key []byte) bool { return bytes.HasPrefix(key, []byte(headerPrefix)) }
+// isOwnHeader reports a header of the dead-letter path, in any case (an
+// outbox writer's forged "X-EventForge-…" is dropped too).
+func isOwnHeader(key []byte) bool {
+	return len(key) >= len(headerPrefix) && bytes.EqualFold(key[:len(headerPrefix)], []byte(headerPrefix))
+}
 
 func header(k, v string) sarama.RecordHeader {
 	return sarama.RecordHeader{Key: []byte(k), Value: []byte(v)}

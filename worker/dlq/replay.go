@@ -1,10 +1,14 @@
 package dlq
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
+
+	"github.com/eventforge/eventforge/internal/outbox"
 )
 
 // Selection picks the dead letters to replay: one event id, or all.
@@ -24,6 +28,20 @@ type Plan struct {
 type Skip struct {
 	Letter Letter
 	Reason string
+	// Refused marks a letter that claims another origin than its
+	// dead-letter topic's: possibly forged, never replayed.
+	Refused bool
+}
+
+// Refused counts the plan's refused letters.
+func (p Plan) Refused() int {
+	n := 0
+	for _, s := range p.Skipped {
+		if s.Refused {
+			n++
+		}
+	}
+	return n
 }
 
 // Select plans a replay of letters. An event dead-lettered several times is
@@ -34,6 +52,10 @@ func Select(letters []Letter, sel Selection) Plan {
 	latest := map[string]int{} // event id → index in plan.Replay
 	for _, l := range letters {
 		if !sel.All && (!l.ValidID || l.EventID != sel.EventID.String()) {
+			continue
+		}
+		if reason := Refusal(l); reason != "" {
+			plan.Skipped = append(plan.Skipped, Skip{Letter: l, Reason: reason, Refused: true})
 			continue
 		}
 		if reason := unreplayable(l); reason != "" {
@@ -51,6 +73,20 @@ func Select(letters []Letter, sel Selection) Plan {
 	return plan
 }
 
+// Refusal says why a replay must not trust l, or "": its
+// x-eventforge-original-topic header names another topic than the one its
+// dead-letter topic belongs to. A worker always writes the dead letter of
+// topic T to T.dlq with T in that header, so a disagreement means someone
+// else wrote the record (an outbox row routed to the dead-letter topic, or a
+// producer with Write on it) to steer a replay elsewhere.
+func Refusal(l Letter) string {
+	if l.OriginalTopic != "" && l.OriginalTopic != l.Destination() {
+		return fmt.Sprintf("refused: header %s names topic %q, but the dead letter is in %s (the dead letters of %q): not written by a worker",
+			outbox.HeaderDLQOriginalTopic, truncate(l.OriginalTopic, 64), l.Topic, l.Destination())
+	}
+	return ""
+}
+
 func unreplayable(l Letter) string {
 	switch {
 	case !l.ValidID:
@@ -59,6 +95,8 @@ func unreplayable(l Letter) string {
 		return "malformed: no key"
 	case l.OriginalTopic == "":
 		return "no original topic header"
+	case l.Destination() == "":
+		return fmt.Sprintf("topic %s is no dead-letter topic (name ending in %s)", l.Topic, outbox.DLQSuffix)
 	}
 	return ""
 }
@@ -78,7 +116,7 @@ func Replay(producer sarama.SyncProducer, plan Plan) ([]Replayed, error) {
 	for _, l := range plan.Replay {
 		p, off, err := producer.SendMessage(l.Republish())
 		if err != nil {
-			return done, fmt.Errorf("republish event %s to %s: %w", l.EventID, l.OriginalTopic, err)
+			return done, fmt.Errorf("republish event %s to %s: %w", l.EventID, l.Destination(), err)
 		}
 		done = append(done, Replayed{Letter: l, Partition: p, Offset: off})
 	}
@@ -95,4 +133,22 @@ func (p Plan) MaxRecordBytes() int {
 		largest = max(largest, l.Republish().ByteSize(2)) // record batches (v2): headers count
 	}
 	return largest
+}
+
+// CheckDestination refuses a replay destination that no dead letter may be
+// put back on: a dead-letter topic itself ("x.dlq.dlq"), a Kafka internal
+// topic ("__…"), or, when prefix is set (the relay's --topic-prefix), a
+// topic outside it.
+func CheckDestination(topic, prefix string) error {
+	switch {
+	case topic == "":
+		return errors.New("no destination topic")
+	case strings.HasSuffix(topic, outbox.DLQSuffix):
+		return fmt.Errorf("destination %q is itself a dead-letter topic", topic)
+	case strings.HasPrefix(topic, "__"):
+		return fmt.Errorf("destination %q is a Kafka internal topic", topic)
+	case prefix != "" && !strings.HasPrefix(topic, prefix):
+		return fmt.Errorf("destination %q is outside the topic prefix %q", topic, prefix)
+	}
+	return nil
 }

@@ -37,6 +37,7 @@ func (o object) name() string { s, _ := get(map[string]any(o), "metadata", "name
 type rendering struct {
 	manifest string
 	objects  []object
+	notes    string
 }
 
 // render renders the chart like `helm template eventforge CHART -f files...
@@ -59,7 +60,7 @@ func renderErr(files []string, sets ...string) (rendering, error) {
 	for i, o := range r.Objects {
 		objs[i] = o
 	}
-	return rendering{manifest: r.Manifest, objects: objs}, nil
+	return rendering{manifest: r.Manifest, objects: objs, notes: r.Notes}, nil
 }
 
 // get is helmrender.Get.

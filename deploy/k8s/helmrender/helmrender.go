@@ -33,10 +33,11 @@ type Options struct {
 }
 
 // Rendering is the manifest (hooks included, as helm template prints them)
-// and its objects, in order.
+// and its objects, in order, and the rendered NOTES.txt.
 type Rendering struct {
 	Manifest string
 	Objects  []map[string]any
+	Notes    string
 }
 
 // Render loads, validates (values.schema.json) and renders the chart.
@@ -89,7 +90,11 @@ func Render(o Options) (Rendering, error) {
 	if err != nil {
 		return Rendering{}, err
 	}
-	return Rendering{Manifest: b.String(), Objects: objs}, nil
+	var notes string
+	if r.Info != nil {
+		notes = r.Info.Notes
+	}
+	return Rendering{Manifest: b.String(), Objects: objs, Notes: notes}, nil
 }
 
 // Split parses a multi-document manifest; empty documents are skipped.
