@@ -104,6 +104,8 @@ type hooks struct {
 	afterCommit func(evs []Event) error
 	// beforeDeadLetter runs before a dead letter is produced.
 	beforeDeadLetter func(m *sarama.ConsumerMessage)
+	// jitter replaces the backoff's random jitter, in [0, 1).
+	jitter func() float64
 }
 
 // DefaultConfig returns a Config with every default set: a caller sets

@@ -51,8 +51,11 @@ func New(cfg Config, db DB, h Handler) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, db: db, handler: h, m: m, backoff: newBackoff(cfg.RetryBackoff, cfg.MaxBackoff),
-		outages: newOutages(&cfg, m)}, nil
+	b := newBackoff(cfg.RetryBackoff, cfg.MaxBackoff)
+	if cfg.hooks.jitter != nil {
+		b.jitter = cfg.hooks.jitter
+	}
+	return &Runner{cfg: cfg, db: db, handler: h, m: m, backoff: b, outages: newOutages(&cfg, m)}, nil
 }
 
 // Ready reports nil while the Runner is a member of its consumer group (it
