@@ -263,17 +263,7 @@ func TestRunnerRowLevelSecurityRefusesOneRow(t *testing.T) {
 		f.exec(t, `DROP OWNED BY `+role)
 		f.exec(t, `DROP ROLE `+role)
 	})
-	u, err := url.Parse(f.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	pool, err := pgxpool.New(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-
+	pool := f.poolAs(t, role)
 	cfg := f.config()
 	cfg.BatchSize = 1
 	r := start(t, cfg, pool, counting)
@@ -317,4 +307,42 @@ func TestRunnerDefaultBudgetOutlastsLateRow(t *testing.T) {
 	if r.events(f.topic, resultDLQ) != 0 {
 		t.Fatal("dead-lettered although its row became visible 2 s after the first attempt")
 	}
+}
+
+// TestRunnerStartupNeedsInboxInsert: a role that may not insert into
+// processed_events stops Run at start-up with one line naming the role and
+// the privilege, instead of waiting on the first event.
+func TestRunnerStartupNeedsInboxInsert(t *testing.T) {
+	f := newFixture(t, 1)
+	role := testenv.UniqueName("wnoins")
+	f.exec(t, `CREATE ROLE `+role+` LOGIN`)
+	f.exec(t, `GRANT SELECT ON processed_events TO `+role)
+	t.Cleanup(func() {
+		f.pool.Reset()
+		f.exec(t, `DROP OWNED BY `+role)
+		f.exec(t, `DROP ROLE `+role)
+	})
+	pool := f.poolAs(t, role)
+	r := start(t, f.config(), pool, counting)
+	err := r.exited(t, 15*time.Second)
+	if err == nil || !strings.Contains(err.Error(), `role "`+role+`" lacks INSERT on processed_events`) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Run = %v, want one line naming the role and INSERT on processed_events", err)
+	}
+}
+
+// poolAs is a pool of the fixture's database logged in as role (the local
+// cluster trusts loopback).
+func (f *fixture) poolAs(t testing.TB, role string) *pgxpool.Pool {
+	t.Helper()
+	u, err := url.Parse(f.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	pool, err := pgxpool.New(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

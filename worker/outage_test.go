@@ -75,7 +75,7 @@ func partitionKey(p int) string { return "t/" + string(rune('a'+p)) }
 func TestOutagesReleaseRevokedPartition(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := &outages{}
-	for _, p := range []**outage{&o.database, &o.schema, &o.kafka, &o.deadLetter} {
+	for _, p := range []**outage{&o.database, &o.schema, &o.dependency, &o.repeated, &o.kafka, &o.deadLetter} {
 		*p = newOutage("x", log, time.Now)
 	}
 	boom := errors.New("boom")

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	ipg "github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/internal/privileges"
 )
 
 // maxConnectBackoff caps the wait between attempts to reach the database at
@@ -101,6 +102,26 @@ func CheckSchema(ctx context.Context, db DB) error {
 		}
 	}
 	return nil
+}
+
+// checkInboxPrivileges reports (a *privileges.MissingError, one line) a
+// role that may not write the inbox: without INSERT (and SELECT, which the
+// batch insert's RETURNING needs) on processed_events no event can be
+// applied, and finding it out on the first event would only make the
+// partitions wait.
+func checkInboxPrivileges(ctx context.Context, db DB) error {
+	ctx, cancel := context.WithTimeout(ctx, DefaultApplyTimeout)
+	defer cancel()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errBegin, err)
+	}
+	defer rollback(ctx, tx)
+	var role string
+	if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
+		return fmt.Errorf("check privileges: %w", err)
+	}
+	return privileges.Worker(nil).Check(ctx, tx, role)
 }
 
 func firstLine(s string) string {
