@@ -108,6 +108,10 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	if err := cfg.Check(); err != nil {
 		return asFlags(err, workerFlagNames())
 	}
+	if span := cfg.ShortestRetrySpan(); span < worker.LateRowWindow {
+		log.Warn("--max-attempts, --retry-backoff and --max-retry-time may dead-letter an event whose business row becomes visible late (docs/guarantees.md)",
+			"shortest_retry_span", span, "late_row_window", worker.LateRowWindow)
+	}
 
 	var spec *sqlhandler.Spec
 	if f.handlers != "" {
