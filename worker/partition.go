@@ -154,6 +154,7 @@ type tries struct {
 	waits    int           // waits for an outage
 	waited   time.Duration // spent in outages: not the event's retry time
 	outage   bool          // the events behind it failed the same way
+	cause    string        // of the outage (causeOf)
 }
 
 // applyOne applies one event, retrying in place while the partition waits
@@ -206,19 +207,20 @@ func (p *partitionWorker) onFailure(ctx context.Context, m *sarama.ConsumerMessa
 	case v.kind.waits():
 		return p.waitOut(m, ev, v, t), false
 	}
+	if t.outage && causeOf(err) != t.cause { // the outage is over; the event fails otherwise now
+		t.outage, t.attempts, t.start, t.waited = false, 0, time.Now(), 0
+	}
 	if !t.outage {
 		t.attempts++
-		if v.kind == kindRejected {
-			t.attempts = max(t.attempts, cfg.MaxAttempts)
-		}
 		wait = p.r.backoff.delay(t.attempts)
-		if t.attempts < cfg.MaxAttempts && time.Since(t.start)-t.waited+wait <= cfg.MaxRetryTime {
+		retry := v.kind != kindRejected && t.attempts < cfg.MaxAttempts
+		if retry && time.Since(t.start)-t.waited+wait <= cfg.MaxRetryTime {
 			p.log.Info("apply failed; retrying", append(messageAttrs(m), "offset", ev.Offset, "attempt", t.attempts, "retry_in", wait, "error", err)...)
 			return wait, false
 		}
 	}
 	if !p.alone(ctx, ev, err) {
-		t.outage = true
+		t.outage, t.cause = true, causeOf(err)
 		return p.waitOut(m, ev, verdict{kind: kindRepeated, why: err}, t), false
 	}
 	if perr := p.r.probe(ctx); perr != nil { // the database went away while the neighbours ran
