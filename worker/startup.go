@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	ipg "github.com/eventforge/eventforge/internal/pgconn"
@@ -85,23 +86,18 @@ var ErrSchema = errors.New("database schema missing")
 // Runner writes (processed_events with its columns): it prepares each inbox
 // statement, which runs nothing. Other errors come back as they are.
 func CheckSchema(ctx context.Context, db DB) error {
-	ctx, cancel := context.WithTimeout(ctx, DefaultApplyTimeout)
-	defer cancel()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errBegin, err)
-	}
-	defer rollback(ctx, tx)
-	conn := tx.Conn().PgConn()
-	for _, sql := range inboxStatements {
-		if _, err := conn.Prepare(ctx, "", sql, nil); err != nil {
-			if classify(err) == kindSchema {
-				return fmt.Errorf("%w: %s: %w; %w", ErrSchema, firstLine(sql), err, errRunMigrate)
+	return inStartupTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		conn := tx.Conn().PgConn()
+		for _, sql := range inboxStatements {
+			if _, err := conn.Prepare(ctx, "", sql, nil); err != nil {
+				if classify(err) == kindSchema {
+					return fmt.Errorf("%w: %s: %w; %w", ErrSchema, firstLine(sql), err, errRunMigrate)
+				}
+				return fmt.Errorf("check inbox statement: %w", err)
 			}
-			return fmt.Errorf("check inbox statement: %w", err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkInboxPrivileges reports (a *privileges.MissingError, one line) a
@@ -110,6 +106,18 @@ func CheckSchema(ctx context.Context, db DB) error {
 // applied, and finding it out on the first event would only make the
 // partitions wait.
 func checkInboxPrivileges(ctx context.Context, db DB) error {
+	return inStartupTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		var role string
+		if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
+			return fmt.Errorf("check privileges: %w", err)
+		}
+		return privileges.Worker(nil).Check(ctx, tx, role)
+	})
+}
+
+// inStartupTx runs check in a transaction of db that it rolls back, within
+// DefaultApplyTimeout.
+func inStartupTx(ctx context.Context, db DB, check func(context.Context, pgx.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, DefaultApplyTimeout)
 	defer cancel()
 	tx, err := db.Begin(ctx)
@@ -117,11 +125,7 @@ func checkInboxPrivileges(ctx context.Context, db DB) error {
 		return fmt.Errorf("%w: %w", errBegin, err)
 	}
 	defer rollback(ctx, tx)
-	var role string
-	if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
-		return fmt.Errorf("check privileges: %w", err)
-	}
-	return privileges.Worker(nil).Check(ctx, tx, role)
+	return check(ctx, tx)
 }
 
 func firstLine(s string) string {
