@@ -226,6 +226,8 @@ func (r *Relay) session(ctx context.Context) error {
 		return err
 	} else if s.activePID != 0 {
 		return &standbyError{pid: s.activePID}
+	} else if err := r.checkBackfillPrivilege(ctx, db, s); err != nil {
+		return err
 	}
 	cctx, cancel = context.WithTimeout(ctx, r.ioTimeout())
 	repl, err := connectReplication(cctx, r.cfg.PGURL)

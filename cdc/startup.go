@@ -46,3 +46,36 @@ func checkWalLevel(ctx context.Context, conn *pgx.Conn) error {
 	}
 	return nil
 }
+
+// ErrBackfillPrivilege stops a relay asked to backfill a slot it creates
+// whose role may not read the outbox table: the slot would be created and
+// the backfill then refused.
+var ErrBackfillPrivilege = errors.New("no SELECT on the outbox table for the backfill")
+
+// backfillPrivilegeSQL reads the role and whether it may read the outbox
+// table ($1 schema, $2 table).
+const backfillPrivilegeSQL = `SELECT current_user::text, has_table_privilege(format('%I.%I', $1::text, $2::text), 'SELECT')`
+
+// checkBackfillPrivilege stops the relay, before it creates the slot s is
+// missing, when a backfill is asked for and its role lacks SELECT on the
+// outbox table. A slot that exists makes the backfill flags moot, and
+// nothing is checked then.
+func (r *Relay) checkBackfillPrivilege(ctx context.Context, conn *pgx.Conn, s slotState) error {
+	if _, asked := r.cfg.backfillRange(); !asked || s.exists {
+		return nil
+	}
+	schema, table, err := r.cfg.outboxTable()
+	if err != nil {
+		return err
+	}
+	var role string
+	var ok bool
+	if err := conn.QueryRow(ctx, backfillPrivilegeSQL, schema, table).Scan(&role, &ok); err != nil {
+		return fmt.Errorf("check SELECT on the outbox table: %w", err)
+	}
+	if !ok {
+		return fatalf(ErrBackfillPrivilege, "role %q lacks SELECT on %s.%s: the backfill (--backfill-since, --backfill-all) reads the outbox rows of the new slot's snapshot; GRANT SELECT ON %s.%s TO %s, or start without a backfill",
+			role, schema, table, schema, table, role)
+	}
+	return nil
+}

@@ -161,3 +161,32 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 		t.Fatalf("readiness %v, want reconnecting with the reason", err)
 	}
 }
+
+// TestBackfillWithoutSelectIsFatal: a relay asked to backfill whose role
+// cannot read the outbox table stops at start-up with one line naming the
+// role, the table and the grant, before it creates the slot.
+func TestBackfillWithoutSelectIsFatal(t *testing.T) {
+	env := testenv.Shared(t)
+	pgURL := env.NewDatabase(t)
+	admin := connect(t, pgURL)
+	role := testenv.UniqueName("relaynosel")
+	mustExec(t, admin, "CREATE ROLE "+role+" LOGIN REPLICATION")
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = admin.Exec(ctx, "DROP OWNED BY "+role)
+		if _, err := admin.Exec(ctx, "DROP ROLE "+role); err != nil {
+			t.Logf("drop role %s: %v", role, err)
+		}
+	})
+	mustExec(t, admin, "GRANT SELECT, INSERT, UPDATE ON relay_state TO "+role)
+	mustExec(t, admin, "GRANT SELECT, INSERT ON outbox_rejected TO "+role)
+	cfg := testConfig(t, withURL(t, pgURL, func(u *url.URL) { u.User = url.User(role) }), env.Brokers)
+	cfg.BackfillAll = true
+	err := wantFatalQuickly(t, cfg)
+	if !errors.Is(err, ErrBackfillPrivilege) || !strings.Contains(err.Error(), `role "`+role+`" lacks SELECT on public.outbox`) {
+		t.Fatalf("Run = %v, want ErrBackfillPrivilege naming the role and the table", err)
+	}
+	if s, err := readSlot(context.Background(), admin, cfg.Slot); err != nil || s.exists {
+		t.Errorf("slot %s exists (%v) after the refused start", cfg.Slot, err)
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 // Defaults of Config; a zero field takes its default.
 const (
-	DefaultMaxAttempts    = 5
+	DefaultMaxAttempts    = 6
 	DefaultRetryBackoff   = 200 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultMaxRetryTime   = 2 * time.Minute
@@ -26,6 +26,7 @@ const (
 	DefaultApplyTimeout   = 30 * time.Second
 	DefaultCommitInterval = time.Second
 	DefaultSessionTimeout = 10 * time.Second
+	DefaultOutageEvents   = 3
 )
 
 // Config configures a Runner. Start from DefaultConfig, set the required
@@ -44,7 +45,10 @@ type Config struct {
 	Topics []string
 
 	// MaxAttempts bounds the attempts in all (the first included) before a
-	// failing event is dead-lettered. Default: DefaultMaxAttempts (5).
+	// failing event is dead-lettered. Default: DefaultMaxAttempts (6): with
+	// the default backoff the retries span at least 3.1 s, more than the
+	// 2 s a business row committed with the event may take to become
+	// visible to the worker (docs/guarantees.md).
 	MaxAttempts int
 	// RetryBackoff is the first wait between attempts; each further wait
 	// doubles, up to MaxBackoff, with jitter. Default: DefaultRetryBackoff
@@ -65,6 +69,16 @@ type Config struct {
 	// values; a batch holds at least one record whatever its size.
 	// Default: DefaultBatchBytes (1 MiB).
 	BatchBytes int
+	// OutageEvents is how many consecutive distinct events of a partition
+	// failing with the same cause, while the database works, make an
+	// outage rather than poison: the partition then waits instead of
+	// dead-lettering them. Default: DefaultOutageEvents (3).
+	OutageEvents int
+	// ProbeTimeout bounds the probe that asks the database, after a failed
+	// apply, whether it is reachable, writable and has the inbox; a probe
+	// that takes longer finds it unavailable. Default: DefaultProbeTimeout
+	// (5 s).
+	ProbeTimeout time.Duration
 	// ApplyTimeout bounds one transaction. Default: DefaultApplyTimeout
 	// (30 s).
 	ApplyTimeout time.Duration
@@ -90,6 +104,8 @@ type hooks struct {
 	afterCommit func(evs []Event) error
 	// beforeDeadLetter runs before a dead letter is produced.
 	beforeDeadLetter func(m *sarama.ConsumerMessage)
+	// jitter replaces the backoff's random jitter, in [0, 1).
+	jitter func() float64
 }
 
 // DefaultConfig returns a Config with every default set: a caller sets
@@ -119,6 +135,8 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.ApplyTimeout, DefaultApplyTimeout)
 	setDefault(&c.CommitInterval, DefaultCommitInterval)
 	setDefault(&c.SessionTimeout, DefaultSessionTimeout)
+	setDefault(&c.OutageEvents, DefaultOutageEvents)
+	setDefault(&c.ProbeTimeout, DefaultProbeTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -169,6 +187,8 @@ func (c Config) Validate() error {
 		positive("Config.ApplyTimeout", c.ApplyTimeout),
 		positive("Config.CommitInterval", c.CommitInterval),
 		positive("Config.SessionTimeout", c.SessionTimeout),
+		positive("Config.OutageEvents", c.OutageEvents),
+		positive("Config.ProbeTimeout", c.ProbeTimeout),
 	)
 	if c.MaxBackoff < c.RetryBackoff {
 		errs = append(errs, fielderr.New("Config.MaxBackoff", "%s is below Config.RetryBackoff %s", c.MaxBackoff, c.RetryBackoff))

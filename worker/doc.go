@@ -15,19 +15,25 @@
 // so a poison event cannot take its neighbours with it.
 //
 // Failures are retried in place while the partition waits, so per-key order
-// holds: transient ones (serialization failures, deadlocks, a handler's
-// Transient, and anything unclassified) up to MaxAttempts attempts and
-// MaxRetryTime; a database that cannot be reached (also by timeout), is out
-// of resources or shutting down, or lacks a table or column, until it works
-// again, without spending attempts, since dead-lettering would then drain
-// the topic. Each such outage logs one line when it begins and one when it
-// ends, and Ready reports it. Permanent failures (Permanent, bad data, bad
-// SQL) and exhausted retries go to the dead-letter topic <topic>.dlq (package
-// dlq has the format), acked by all in-sync replicas before the original
-// offset moves, and then recorded in the inbox (result 'dlq'), so a copy of
-// the event is a duplicate; a record republished by dlq replay applies it
-// once. Malformed records go there at once. The worker offers no retry
-// topics: they would reorder a key's events.
+// holds. Evidence, not the type of an error, decides what a failure is.
+// After a failed apply the Runner probes the database on its own pool: one
+// that is unreachable, read-only or refuses the inbox insert makes the
+// partition wait without spending attempts (dead-lettering would drain the
+// topic), and so do a missing schema object (table, column, schema,
+// function, type) and a handler's DependencyUnavailable. Each such outage
+// logs one line when it begins and one when it ends, and Ready reports it.
+// Otherwise the failure is the event's: retried up to MaxAttempts attempts
+// and MaxRetryTime (at once spent for bad data, bad SQL or a refused row),
+// then dead-lettered, unless the events behind it in its partition, tried
+// in transactions that are rolled back, fail with the same cause: as many
+// consecutive distinct events as OutageEvents failing alike are an outage
+// of something the handler needs, and the partition waits for it instead.
+// A handler's Permanent and malformed records go to the dead-letter topic at
+// once. Dead letters go to <topic>.dlq (package dlq has the format), acked
+// by all in-sync replicas before the original offset moves, and are then
+// recorded in the inbox (result 'dlq'), so a copy of the event is a
+// duplicate; a record republished by dlq replay applies it once. The worker
+// offers no retry topics: they would reorder a key's events.
 //
 // Rebalances use the eager sticky strategy: when the group rebalances each
 // claim loop finishes the transaction in flight, the session commits what

@@ -1,10 +1,8 @@
 package worker
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,50 +15,69 @@ import (
 // counts as skipped. Like fs.SkipDir it is a signal, not a failure.
 var ErrSkip = errors.New("skip event")
 
-// kind is how the Runner treats a failed apply.
+// kind is how the Runner treats a failed apply once the database probe
+// found the database working (see Runner.judge): the type of an error alone
+// never makes a partition wait for the database.
 type kind int
 
 const (
 	// kindTransient is retried in place, within the attempt and time
-	// budget, then dead-lettered. Unclassified errors are transient.
+	// budget; then it is dead-lettered unless the events behind it fail
+	// the same way (see partitionWorker.alone). Unclassified errors,
+	// network errors of a handler included, are transient.
 	kindTransient kind = iota
-	// kindPermanent is dead-lettered at once: retrying cannot fix it.
+	// kindPermanent is a handler's Permanent verdict or a malformed record:
+	// dead-lettered at once.
 	kindPermanent
-	// kindUnavailable means the database cannot be reached or cannot work
-	// (shut down, out of disk, memory or connections). The event is not at
-	// fault, so it is retried until the database answers again without
-	// spending the attempt budget: dead-lettering during an outage would
-	// drain the topic into the dead-letter topic.
+	// kindRejected is a PostgreSQL error that retrying the same event
+	// cannot change (bad data, a broken constraint, a statement or a
+	// row-level-security policy refusing the event): no retries, but
+	// dead-lettered only when the events behind it do not fail the same
+	// way, which would make it a broken deployment rather than a bad event.
+	kindRejected
+	// kindUnavailable is a database the probe found unreachable,
+	// read-only, or refusing the worker's inbox insert. The event is not at
+	// fault: the partition waits without spending attempts, since
+	// dead-lettering would drain the topic.
 	kindUnavailable
-	// kindSchema means a schema object is missing (a table, a column, a
-	// schema): the database is not migrated, or not the right one. Like
-	// kindUnavailable it is waited out, never dead-lettered, since every
-	// event would fail the same way.
+	// kindSchema is a missing schema object (a table, column, schema,
+	// function, type …): a database not migrated yet, or handler SQL newer
+	// than the schema during a rolling deploy. Waited out like
+	// kindUnavailable.
 	kindSchema
-	// kindTimeout is a statement that ran out of time inside a transaction
-	// that had begun: a slow event (transient) or a database that stopped
-	// answering (unavailable). A probe of the database tells which.
-	kindTimeout
+	// kindDependency is a handler's DependencyUnavailable verdict: a
+	// service it needs is down. Waited out like kindUnavailable.
+	kindDependency
+	// kindRepeated is never a classification: it is the outage the Runner
+	// finds when the events behind a failing one fail the same way while
+	// the database works (a downstream service down, a privilege revoked).
+	kindRepeated
 )
 
 func (k kind) String() string {
 	switch k {
 	case kindPermanent:
 		return "permanent"
+	case kindRejected:
+		return "rejected"
 	case kindUnavailable:
 		return "database unavailable"
 	case kindSchema:
 		return "database schema missing"
-	case kindTimeout:
-		return "timeout"
+	case kindDependency:
+		return "dependency unavailable"
+	case kindRepeated:
+		return "consecutive events fail the same way"
 	default:
 		return "transient"
 	}
 }
 
-// waits reports whether the partition waits for the database, without
-// spending attempts, on a failure of kind k.
-func (k kind) waits() bool { return k == kindUnavailable || k == kindSchema }
+// waits reports whether the partition waits, without spending attempts, on
+// a failure of kind k.
+func (k kind) waits() bool {
+	return k == kindUnavailable || k == kindSchema || k == kindDependency || k == kindRepeated
+}
 
 // classifiedError carries a handler's verdict on its own failure.
 type classifiedError struct {
@@ -72,34 +89,46 @@ func (e *classifiedError) Error() string { return e.err.Error() }
 func (e *classifiedError) Unwrap() error { return e.err }
 
 // Permanent marks err as a failure that retrying cannot fix: the event goes
-// to the dead-letter topic without further attempts. Nil stays nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &classifiedError{err: err, kind: kindPermanent}
-}
+// to the dead-letter topic at once, without further attempts. Nil stays
+// nil.
+func Permanent(err error) error { return mark(err, kindPermanent) }
 
 // Transient marks err as a failure worth retrying in place (the default for
-// errors the Runner cannot classify). Nil stays nil.
-func Transient(err error) error {
+// errors the Runner cannot classify): retried within the attempt budget,
+// then dead-lettered unless the events behind it fail the same way. Nil
+// stays nil.
+func Transient(err error) error { return mark(err, kindTransient) }
+
+// DependencyUnavailable marks err as the failure of something the handler
+// needs and the event does not cause (an HTTP service down, a queue
+// refusing connections): the partition waits with backoff, spending no
+// attempts, until the handler stops saying so, and nothing is
+// dead-lettered meanwhile. Nil stays nil.
+func DependencyUnavailable(err error) error { return mark(err, kindDependency) }
+
+func mark(err error, k kind) error {
 	if err == nil {
 		return nil
 	}
-	return &classifiedError{err: err, kind: kindTransient}
+	return &classifiedError{err: err, kind: k}
 }
 
-// IsPermanent reports whether the Runner dead-letters err at once: a
-// handler's Permanent verdict, a malformed record, or a PostgreSQL error
-// that a retry cannot change (bad data, bad SQL, a broken constraint).
-func IsPermanent(err error) bool { return classify(err) == kindPermanent }
+// IsPermanent reports whether the Runner dead-letters err without retrying
+// it: a handler's Permanent verdict, a malformed record, or a PostgreSQL
+// error that a retry cannot change (bad data, bad SQL, a broken constraint,
+// a refused privilege).
+func IsPermanent(err error) bool {
+	k := classify(err)
+	return k == kindPermanent || k == kindRejected
+}
 
-// classify decides how to treat err. A database that cannot be reached or
-// lacks its schema wins over a handler's verdict, since the event did not
-// cause it.
+// classify decides how to treat err, a failed apply, when the database
+// itself works. A missing schema object wins over a handler's verdict,
+// since the event did not cause it.
 func classify(err error) kind {
-	if k := classifyDatabase(err); k != kindTransient {
-		return k
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && isUndefinedObject(pe.Code) {
+		return kindSchema
 	}
 	var c *classifiedError
 	if errors.As(err, &c) {
@@ -108,80 +137,51 @@ func classify(err error) kind {
 	if errors.Is(err, outbox.ErrMalformed) {
 		return kindPermanent
 	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
+	if pe != nil {
 		return classifySQLState(pe.Code)
 	}
 	return kindTransient
 }
 
-// classifySQLState maps a SQLSTATE to a kind; see PostgreSQL's Appendix A.
-func classifySQLState(code string) kind {
+// isUndefinedObject reports the SQLSTATEs of a schema object that does not
+// exist: the same situation whether it is a table or a function.
+func isUndefinedObject(code string) bool {
 	switch code {
-	case pgerrcode.SerializationFailure, pgerrcode.DeadlockDetected,
-		pgerrcode.LockNotAvailable, pgerrcode.QueryCanceled, // timeouts
-		pgerrcode.ForeignKeyViolation: // the referenced row may arrive later
-		return kindTransient
-	case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow,
-		pgerrcode.IOError,
-		pgerrcode.ReadOnlySQLTransaction, // a standby answered during a failover
-		pgerrcode.InsufficientPrivilege:  // an operator must grant it; the event is not at fault
-		return kindUnavailable
-	case pgerrcode.UndefinedTable, pgerrcode.UndefinedColumn, pgerrcode.InvalidSchemaName:
-		return kindSchema
-	}
-	switch {
-	case pgerrcode.IsConnectionException(code), // 08
-		pgerrcode.IsInsufficientResources(code): // 53: disk full, out of memory, too many connections
-		return kindUnavailable
-	case pgerrcode.IsDataException(code), pgerrcode.IsIntegrityConstraintViolation(code),
-		pgerrcode.IsSyntaxErrororAccessRuleViolation(code):
-		return kindPermanent
-	}
-	return kindTransient
-}
-
-// classifyDatabase tells the failures of the database itself from the
-// others (kindTransient): a failure to reach it or a connection lost
-// mid-transaction (kindUnavailable), a missing schema object (kindSchema),
-// and a timeout (kindTimeout, or kindUnavailable when the transaction could
-// not even begin: the database, not the event, is slow).
-func classifyDatabase(err error) kind {
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) || errors.Is(err, errBegin) && isTimeout(err) {
-		// Whatever the server said (a password changed, a database
-		// renamed): no event can be applied until an operator acts.
-		return kindUnavailable
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		if k := classifySQLState(pe.Code); k.waits() {
-			return k
-		}
-		return kindTransient
-	}
-	if isTimeout(err) {
-		return kindTimeout
-	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, pgconn.ErrConnClosed) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return kindUnavailable
-	}
-	return kindTransient
-}
-
-// isTimeout reports a deadline that passed: ours (ApplyTimeout, a pool
-// acquire) or the network's.
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+	case pgerrcode.UndefinedTable, pgerrcode.UndefinedColumn, pgerrcode.InvalidSchemaName,
+		pgerrcode.UndefinedFunction, pgerrcode.UndefinedObject:
 		return true
 	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	return false
+}
+
+// classifySQLState maps the SQLSTATE of a statement that failed while the
+// database works to a kind; see PostgreSQL's Appendix A.
+func classifySQLState(code string) kind {
+	switch code {
+	case pgerrcode.ForeignKeyViolation: // the referenced row may arrive later
+		return kindTransient
+	}
+	switch {
+	case pgerrcode.IsDataException(code), pgerrcode.IsIntegrityConstraintViolation(code),
+		pgerrcode.IsSyntaxErrororAccessRuleViolation(code): // 42501 too: a row-level-security policy refuses this row
+		return kindRejected
+	}
+	// Serialization failures, deadlocks, lock and statement timeouts, and
+	// what a handler's own statement raised about connections (08) or
+	// resources (53) while the probe found the database working.
+	return kindTransient
+}
+
+// undefinedObject names the missing object of a schema error, e.g.
+// `function bump(text)` or `relation "orders"`, or returns "".
+func undefinedObject(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !isUndefinedObject(pe.Code) {
+		return ""
+	}
+	return strings.TrimSuffix(pe.Message, " does not exist")
 }
 
 // errBegin marks a failure to begin a transaction: to acquire a connection,
-// connect or send BEGIN. The event has not run yet, so whatever went wrong
-// is the database's.
+// connect or send BEGIN.
 var errBegin = errors.New("begin transaction")

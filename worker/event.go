@@ -29,8 +29,14 @@ type Event struct {
 // not commit or roll back tx, and must not keep it after returning.
 //
 // Return nil to commit, ErrSkip to commit without effect (counted as
-// skipped), Permanent(err) to dead-letter the event at once, or any other
-// error to roll back and retry (see Config for the bounds).
+// skipped), Permanent(err) to dead-letter the event at once,
+// DependencyUnavailable(err) when a service the handler needs is down (the
+// partition waits without spending attempts), Transient(err) or any other
+// error to roll back and retry (see Config for the bounds). An event whose
+// retries are spent is dead-lettered only when the events behind it do not
+// fail the same way. Apply may run for an event whose transaction is then
+// rolled back (a failed attempt, or a trial that tells an outage from a
+// poison event), so calls it makes outside tx must bear repeating.
 type Handler interface {
 	Apply(ctx context.Context, tx pgx.Tx, ev Event) error
 }

@@ -1,11 +1,15 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -56,4 +60,41 @@ func Example() {
 	if err := runner.Run(ctx); err != nil {
 		panic(err)
 	}
+}
+
+// A Go handler that calls an HTTP service states what its failures mean, so
+// the worker neither dead-letters the topic while the service is down nor
+// waits for ever on an event the service refuses. (Without a marker the
+// worker still tells them apart by evidence: it dead-letters an event only
+// when the events behind it do not fail the same way.) The service must
+// accept a call twice: a rolled-back attempt, a retry or a redelivery calls
+// it again, so send the event id as an idempotency key.
+func Example_httpService() {
+	client := &http.Client{Timeout: 5 * time.Second}
+	notify := worker.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev worker.Event) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://billing.internal/invoices", bytes.NewReader(ev.Payload))
+		if err != nil {
+			return worker.Permanent(err)
+		}
+		req.Header.Set("Idempotency-Key", ev.ID.String())
+		resp, err := client.Do(req)
+		if err != nil {
+			// Refused, reset, timed out: the service, not the event.
+			return worker.DependencyUnavailable(fmt.Errorf("billing: %w", err))
+		}
+		defer resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusBadGateway:
+			return worker.DependencyUnavailable(fmt.Errorf("billing: %s", resp.Status)) // wait, spend no attempt
+		case resp.StatusCode == http.StatusConflict, resp.StatusCode == http.StatusTooManyRequests:
+			return worker.Transient(fmt.Errorf("billing: %s", resp.Status)) // retry within --max-attempts
+		case resp.StatusCode >= 400 && resp.StatusCode < 500:
+			return worker.Permanent(fmt.Errorf("billing refused invoice of %s: %s", ev.AggregateID, resp.Status)) // dead-letter now
+		case resp.StatusCode >= 500:
+			return fmt.Errorf("billing: %s", resp.Status) // retried; dead-lettered only if it fails alone
+		}
+		_, err = tx.Exec(ctx, `UPDATE orders SET status = 'invoiced' WHERE id = $1`, ev.AggregateID)
+		return err
+	})
+	_ = notify // worker.New(cfg, pool, notify), as in the example above
 }

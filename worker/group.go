@@ -84,37 +84,41 @@ func (h *groupHandler) Cleanup(sess sarama.ConsumerGroupSession) error {
 func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	r := h.r
 	topic, partition := claim.Topic(), claim.Partition()
-	p := r.newPartitionWorker(topic, partition)
+	p := r.newPartitionWorker(topic, partition, claim.Messages())
 	defer r.m.dropLag(topic, partition)
 	defer r.outages.release(p.key) // a revoked partition waits no more here
 	mark := func(offset int64) { sess.MarkOffset(topic, partition, offset+1, "") }
 	ctx := sess.Context()
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok := <-claim.Messages():
-			if !ok {
+		m := p.popAhead()
+		if m == nil {
+			select {
+			case <-ctx.Done():
 				return nil
-			}
-			// A batch cut short by BatchBytes hands the record it left
-			// over to the next one.
-			for m != nil {
-				var msgs []*sarama.ConsumerMessage
-				msgs, m = take(m, claim.Messages(), r.cfg.BatchSize, r.cfg.BatchBytes)
-				r.m.batchSize.Observe(float64(len(msgs)))
-				err := p.process(ctx, msgs, mark)
-				r.m.setLag(topic, partition, claim.HighWaterMarkOffset()-msgs[len(msgs)-1].Offset-1)
-				if err == nil {
-					r.outages.kafka.ok("group") // messages flow again
-				}
-				switch {
-				case errors.Is(err, errStopped):
+			case next, ok := <-claim.Messages():
+				if !ok {
 					return nil
-				case err != nil:
-					r.fail(err)
-					return err
 				}
+				m = next
+			}
+		}
+		// A batch cut short by BatchBytes hands the record it left over to
+		// the next one.
+		for m != nil {
+			var msgs []*sarama.ConsumerMessage
+			msgs, m = takeFrom(m, p.pop, r.cfg.BatchSize, r.cfg.BatchBytes)
+			r.m.batchSize.Observe(float64(len(msgs)))
+			err := p.process(ctx, msgs, mark)
+			r.m.setLag(topic, partition, claim.HighWaterMarkOffset()-msgs[len(msgs)-1].Offset-1)
+			if err == nil {
+				r.outages.kafka.ok("group") // messages flow again
+			}
+			switch {
+			case errors.Is(err, errStopped):
+				return nil
+			case err != nil:
+				r.fail(err)
+				return err
 			}
 		}
 	}
@@ -125,22 +129,35 @@ func (h *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 // blocking. A message that would pass maxBytes is returned as carry, to
 // begin the next batch.
 func take(first *sarama.ConsumerMessage, ch <-chan *sarama.ConsumerMessage, n, maxBytes int) (msgs []*sarama.ConsumerMessage, carry *sarama.ConsumerMessage) {
-	msgs = make([]*sarama.ConsumerMessage, 1, min(n, cap(ch)+1))
+	return takeFrom(first, func() *sarama.ConsumerMessage { return receive(ch) }, n, maxBytes)
+}
+
+// receive returns the message waiting in ch, or nil when none is (or ch is
+// closed), without blocking.
+func receive(ch <-chan *sarama.ConsumerMessage) *sarama.ConsumerMessage {
+	select {
+	case m := <-ch:
+		return m
+	default:
+		return nil
+	}
+}
+
+// takeFrom is take reading the waiting messages from next, which returns
+// nil when there is none.
+func takeFrom(first *sarama.ConsumerMessage, next func() *sarama.ConsumerMessage, n, maxBytes int) (msgs []*sarama.ConsumerMessage, carry *sarama.ConsumerMessage) {
+	msgs = make([]*sarama.ConsumerMessage, 1, min(n, 256))
 	msgs[0] = first
 	size := recordBytes(first)
 	for len(msgs) < n {
-		select {
-		case m, ok := <-ch:
-			if !ok {
-				return msgs, nil
-			}
-			if size += recordBytes(m); size > maxBytes {
-				return msgs, m
-			}
-			msgs = append(msgs, m)
-		default:
+		m := next()
+		if m == nil {
 			return msgs, nil
 		}
+		if size += recordBytes(m); size > maxBytes {
+			return msgs, m
+		}
+		msgs = append(msgs, m)
 	}
 	return msgs, nil
 }

@@ -263,6 +263,19 @@ func hasLabels(m *dto.Metric, pairs []string) bool {
 	return true
 }
 
+// handledOnce waits until topic's single event is applied or
+// dead-lettered and returns which (resultApplied or resultDLQ).
+func (r *running) handledOnce(t testing.TB, topic string, timeout time.Duration) string {
+	t.Helper()
+	waitFor(t, timeout, "the event handled", func() bool {
+		return r.events(topic, resultApplied)+r.events(topic, resultDLQ) == 1
+	})
+	if r.events(topic, resultDLQ) != 0 {
+		return resultDLQ
+	}
+	return resultApplied
+}
+
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

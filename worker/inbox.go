@@ -83,20 +83,12 @@ var inboxStatements = []string{insertInbox, insertInboxReplay, insertInboxAll, i
 // event the Runner dead-lettered has a row too (result 'dlq'), so it is a
 // duplicate, unless ev.Replayed: then that row turns 'applied' and h runs.
 func ApplyOnce(ctx context.Context, db DB, consumer string, h Handler, ev Event) (Result, error) {
-	tx, err := db.Begin(ctx)
+	tx, fresh, err := beginInbox(ctx, db, consumer, ev)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errBegin, err)
+		return 0, err
 	}
 	defer rollback(ctx, tx)
-	insert := insertInbox
-	if ev.Replayed {
-		insert = insertInboxReplay
-	}
-	tag, err := tx.Exec(ctx, insert, consumer, ev.ID.String())
-	if err != nil {
-		return 0, fmt.Errorf("insert inbox row: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
+	if !fresh {
 		return Duplicate, nil // the deferred rollback ends the empty transaction
 	}
 	res, err := run(ctx, tx, h, ev)
@@ -108,6 +100,27 @@ func ApplyOnce(ctx context.Context, db DB, consumer string, h Handler, ev Event)
 		return 0, fmt.Errorf("commit: %w", err)
 	}
 	return res, nil
+}
+
+// beginInbox begins a transaction and inserts ev's inbox row in it; fresh
+// reports a row that is new (or a replayed event's 'dlq' row turned
+// 'applied'). On error the transaction is rolled back already; else the
+// caller ends it.
+func beginInbox(ctx context.Context, db DB, consumer string, ev Event) (tx pgx.Tx, fresh bool, err error) {
+	tx, err = db.Begin(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", errBegin, err)
+	}
+	insert := insertInbox
+	if ev.Replayed {
+		insert = insertInboxReplay
+	}
+	tag, err := tx.Exec(ctx, insert, consumer, ev.ID.String())
+	if err != nil {
+		rollback(ctx, tx)
+		return nil, false, fmt.Errorf("insert inbox row: %w", err)
+	}
+	return tx, tag.RowsAffected() > 0, nil
 }
 
 // applyBatch applies evs (in order, usually of one partition) in a single

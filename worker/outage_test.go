@@ -3,10 +3,13 @@ package worker
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestOutageLogsOneLineAtEachEnd: partitions failing again and again during
@@ -75,7 +78,7 @@ func partitionKey(p int) string { return "t/" + string(rune('a'+p)) }
 func TestOutagesReleaseRevokedPartition(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := &outages{}
-	for _, p := range []**outage{&o.database, &o.schema, &o.kafka, &o.deadLetter} {
+	for _, p := range []**outage{&o.database, &o.schema, &o.dependency, &o.repeated, &o.kafka, &o.deadLetter} {
 		*p = newOutage("x", log, time.Now)
 	}
 	boom := errors.New("boom")
@@ -90,5 +93,47 @@ func TestOutagesReleaseRevokedPartition(t *testing.T) {
 	o.release("t/1")
 	if err := o.err(); err != nil {
 		t.Fatalf("err() = %v after both partitions were revoked", err)
+	}
+}
+
+// TestOutagesByKind: each kind that waits has its own cause, the label of
+// eventforge_worker_outage_waiting.
+func TestOutagesByKind(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry(), "c", []string{"t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Logger: slog.New(slog.DiscardHandler)}
+	o := newOutages(&cfg, m)
+	for k, cause := range map[kind]string{
+		kindUnavailable: causeDatabase, kindSchema: causeSchema,
+		kindDependency: causeDependency, kindRepeated: causeRepeated,
+	} {
+		if !k.waits() {
+			t.Errorf("%v does not wait", k)
+		}
+		if got := o.of(k).cause; got != cause {
+			t.Errorf("outage of %v has cause %q, want %q", k, got, cause)
+		}
+	}
+	for _, k := range []kind{kindTransient, kindPermanent, kindRejected} {
+		if k.waits() {
+			t.Errorf("%v waits", k)
+		}
+	}
+}
+
+// TestDeadStreak counts consecutive dead letters of one cause.
+func TestDeadStreak(t *testing.T) {
+	var d deadStreak
+	refused := func(id string) error { return fmt.Errorf("notify %s: %w", id, errors.New("connection refused")) }
+	d.add(refused("a"))
+	d.add(refused("b"))
+	if d.n != 2 || d.cause != causeOf(refused("c")) {
+		t.Fatalf("after two refusals: %+v", d)
+	}
+	d.add(errors.New("quota exceeded"))
+	if d.n != 1 {
+		t.Fatalf("another cause did not start a new streak: %+v", d)
 	}
 }

@@ -27,11 +27,35 @@ type partitionWorker struct {
 	partition int32
 	key       string // topic/partition, its key in the outages
 	log       *slog.Logger
+
+	in    <-chan *sarama.ConsumerMessage // the claim's messages
+	batch []*sarama.ConsumerMessage      // being processed
+	ahead []*sarama.ConsumerMessage      // taken from in to look ahead; processed next
+	dead  deadStreak
 }
 
-func (r *Runner) newPartitionWorker(topic string, partition int32) *partitionWorker {
+func (r *Runner) newPartitionWorker(topic string, partition int32, in <-chan *sarama.ConsumerMessage) *partitionWorker {
 	return &partitionWorker{r: r, topic: topic, partition: partition, key: fmt.Sprintf("%s/%d", topic, partition),
-		log: r.cfg.Logger.With("topic", topic, "partition", partition)}
+		log: r.cfg.Logger.With("topic", topic, "partition", partition), in: in}
+}
+
+// popAhead returns the oldest message taken to look ahead, or nil.
+func (p *partitionWorker) popAhead() *sarama.ConsumerMessage {
+	if len(p.ahead) == 0 {
+		return nil
+	}
+	m := p.ahead[0]
+	p.ahead = p.ahead[1:]
+	return m
+}
+
+// pop returns the next message, looked at ahead or waiting in the claim,
+// without blocking; nil when there is none.
+func (p *partitionWorker) pop() *sarama.ConsumerMessage {
+	if m := p.popAhead(); m != nil {
+		return m
+	}
+	return receive(p.in)
 }
 
 // process handles msgs, consecutive messages of the partition, and calls
@@ -40,6 +64,8 @@ func (r *Runner) newPartitionWorker(topic string, partition int32) *partitionWor
 // through applyRun; malformed records are dead-lettered where they stand.
 // It returns errStopped when the session ends between transactions.
 func (p *partitionWorker) process(ctx context.Context, msgs []*sarama.ConsumerMessage, mark func(offset int64)) error {
+	p.batch = msgs
+	defer func() { p.batch = nil }()
 	evs := make([]Event, len(msgs))
 	bad := make([]error, len(msgs))
 	for i, m := range msgs {
@@ -81,20 +107,15 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 			return err
 		})
 		if err == nil {
-			p.r.outages.healthy(p.key)
-			if err := p.afterCommit(evs); err != nil {
+			if err := p.applied(evs, results); err != nil {
 				return err
 			}
-			for _, res := range results {
-				p.r.m.count(p.topic, res.String(), 1)
-			}
-			p.r.m.deadLetters.handled(p.topic, evs, results)
 			mark(msgs[len(msgs)-1].Offset)
 			return nil
 		}
 		p.r.m.batchFallbacks.Inc()
 		level := slog.LevelInfo
-		if k := classify(err); k.waits() || k == kindTimeout {
+		if classify(err).waits() {
 			level = slog.LevelDebug // the first event's attempt logs the outage, or its retry
 		}
 		p.log.Log(ctx, level, "batch failed; applying its events one by one", "events", len(evs), "error", err)
@@ -111,55 +132,115 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 	return nil
 }
 
-// applyOne applies one event, retrying in place while the partition waits:
-// transient failures within the attempt and time budget (the time spent
-// waiting out an outage not counted), an unreachable database until it
-// answers. Permanent failures and exhausted budgets dead-letter the event.
+// applied records that evs were applied with results: their transaction
+// committed.
+func (p *partitionWorker) applied(evs []Event, results []Result) error {
+	p.r.outages.healthy(p.key)
+	p.dead = deadStreak{}
+	if err := p.afterCommit(evs); err != nil {
+		return err
+	}
+	for _, res := range results {
+		p.r.m.count(p.topic, res.String(), 1)
+	}
+	p.r.m.deadLetters.handled(p.topic, evs, results)
+	return nil
+}
+
+// tries is the account of one event's failed attempts.
+type tries struct {
+	start    time.Time
+	attempts int           // spent on the event's own failures
+	waits    int           // waits for an outage
+	waited   time.Duration // spent in outages: not the event's retry time
+	outage   bool          // the events behind it failed the same way
+	cause    string        // of the outage (causeOf)
+}
+
+// applyOne applies one event, retrying in place while the partition waits
+// (see onFailure): its own failures within the attempt and time budget, an
+// outage until it ends. It returns once the event is applied or
+// dead-lettered.
 func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessage, ev Event) error {
-	cfg := &p.r.cfg
-	start := time.Now()
-	attempts, outages := 0, 0
-	var waited time.Duration // spent in outages: not the event's retry time
+	t := tries{start: time.Now()}
 	for {
 		began := time.Now()
 		var res Result
 		err := p.attempt(ctx, "single", func(ctx context.Context) (err error) {
-			res, err = ApplyOnce(ctx, p.r.db, cfg.Consumer, p.r.handler, ev)
+			res, err = ApplyOnce(ctx, p.r.db, p.r.cfg.Consumer, p.r.handler, ev)
 			return err
 		})
 		if err == nil {
-			p.r.outages.healthy(p.key)
-			if err := p.afterCommit([]Event{ev}); err != nil {
-				return err
-			}
-			p.r.m.count(p.topic, res.String(), 1)
-			p.r.m.deadLetters.handled(p.topic, []Event{ev}, []Result{res})
-			return nil
+			return p.applied([]Event{ev}, []Result{res})
 		}
-		var wait time.Duration
-		k := p.r.kindOf(ctx, err)
-		switch {
-		case k == kindPermanent:
-			return p.deadLetter(ctx, m, err, attempts+1)
-		case k.waits():
-			outages++
-			wait = p.r.backoff.delay(outages)
-			p.r.outages.of(k).fail(p.key, "partition waits for the database", err,
-				append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", ev.Offset, "retry_in", wait)...)
-			waited += time.Since(began) + wait
-		default:
-			attempts++
-			wait = p.r.backoff.delay(attempts)
-			if attempts >= cfg.MaxAttempts || time.Since(start)-waited+wait > cfg.MaxRetryTime {
-				return p.deadLetter(ctx, m, err, attempts)
-			}
-			p.log.Info("apply failed; retrying", append(messageAttrs(m), "offset", ev.Offset, "attempt", attempts, "retry_in", wait, "error", err)...)
+		waits := t.waits
+		wait, deadLetter := p.onFailure(ctx, m, ev, err, &t)
+		if deadLetter {
+			return p.deadLetter(ctx, m, err, max(t.attempts, 1))
+		}
+		if t.waits > waits {
+			t.waited += time.Since(began) + wait
 		}
 		p.r.m.retried(p.topic)
 		if !sleep(ctx, wait) {
 			return errStopped
 		}
 	}
+}
+
+// onFailure decides what follows the failed attempt err of ev: a wait
+// before the next attempt, or (deadLetter) the dead-letter topic. A
+// database the probe finds not working, a missing schema object and a
+// handler's DependencyUnavailable make the partition wait without spending
+// attempts. Any other failure spends one (a rejected event all of them) and
+// is retried within the budget; once it is spent, the event is
+// dead-lettered only when it fails alone (see alone), else the partition
+// waits for the outage the events behind it show.
+func (p *partitionWorker) onFailure(ctx context.Context, m *sarama.ConsumerMessage, ev Event, err error, t *tries) (wait time.Duration, deadLetter bool) {
+	cfg := &p.r.cfg
+	v := p.r.judge(ctx, err)
+	switch {
+	case v.kind == kindPermanent:
+		p.dead = deadStreak{}
+		t.attempts++
+		return 0, true
+	case v.kind.waits():
+		return p.waitOut(m, ev, v, t), false
+	}
+	if t.outage && causeOf(err) != t.cause { // the outage is over; the event fails otherwise now
+		t.outage, t.attempts, t.start, t.waited = false, 0, time.Now(), 0
+	}
+	if !t.outage {
+		t.attempts++
+		wait = p.r.backoff.delay(t.attempts)
+		retry := v.kind != kindRejected && t.attempts < cfg.MaxAttempts
+		if retry && time.Since(t.start)-t.waited+wait <= cfg.MaxRetryTime {
+			p.log.Info("apply failed; retrying", append(messageAttrs(m), "offset", ev.Offset, "attempt", t.attempts, "retry_in", wait, "error", err)...)
+			return wait, false
+		}
+	}
+	if !p.alone(ctx, ev, err) {
+		t.outage, t.cause = true, causeOf(err)
+		return p.waitOut(m, ev, verdict{kind: kindRepeated, why: err}, t), false
+	}
+	if perr := p.r.probe(ctx); perr != nil { // the database went away while the neighbours ran
+		return p.waitOut(m, ev, verdict{kind: kindUnavailable, why: perr}, t), false
+	}
+	p.dead.add(err)
+	return 0, true
+}
+
+// waitOut records that the partition waits before retrying ev for the
+// outage v shows, and returns the wait.
+func (p *partitionWorker) waitOut(m *sarama.ConsumerMessage, ev Event, v verdict, t *tries) time.Duration {
+	t.waits++
+	wait := p.r.backoff.delay(t.waits)
+	attrs := append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", ev.Offset, "retry_in", wait)
+	if obj := undefinedObject(v.why); obj != "" {
+		attrs = append(attrs, "object", obj)
+	}
+	p.r.outages.of(v.kind).fail(p.key, "partition waits: "+v.kind.String(), v.why, attrs...)
+	return wait
 }
 
 // attempt runs one transaction. Its context outlives the session's: a
@@ -220,14 +301,14 @@ func (p *partitionWorker) recordDeadLetter(ctx context.Context, m *sarama.Consum
 			p.r.outages.healthy(p.key)
 			return nil
 		}
-		k := p.r.kindOf(ctx, err)
-		if !k.waits() {
+		v := p.r.judge(ctx, err)
+		if v.kind != kindUnavailable && v.kind != kindSchema {
 			p.log.Warn("dead letter not recorded in the inbox; a copy of the event would be dead-lettered again",
 				append(messageAttrs(m), "offset", m.Offset, "error", err)...)
 			return nil
 		}
 		wait := p.r.backoff.delay(n)
-		p.r.outages.of(k).fail(p.key, "partition waits for the database", err,
+		p.r.outages.of(v.kind).fail(p.key, "partition waits: "+v.kind.String(), v.why,
 			append(messageAttrs(m), "topic", p.topic, "partition", p.partition, "offset", m.Offset, "retry_in", wait)...)
 		if !sleep(ctx, wait) {
 			return errStopped

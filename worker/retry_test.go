@@ -41,3 +41,22 @@ func TestBackoffJitterStaysInUpperHalf(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultBudgetOutlastsLateRows: with the default attempts and backoff,
+// even the shortest jitter keeps retrying an event for longer than a
+// business row committed with it takes to become visible.
+func TestDefaultBudgetOutlastsLateRows(t *testing.T) {
+	c := DefaultConfig()
+	if got := c.ShortestRetrySpan(); got < LateRowWindow {
+		t.Fatalf("the default budget retries for as little as %v, less than %v", got, LateRowWindow)
+	}
+	short := c
+	short.MaxAttempts = 3
+	if got := short.ShortestRetrySpan(); got != 300*time.Millisecond {
+		t.Errorf("3 attempts from 200ms: shortest span %v, want 300ms", got)
+	}
+	short.MaxRetryTime = 100 * time.Millisecond
+	if got := short.ShortestRetrySpan(); got != 100*time.Millisecond {
+		t.Errorf("bounded by MaxRetryTime: %v, want 100ms", got)
+	}
+}

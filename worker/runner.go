@@ -51,8 +51,11 @@ func New(cfg Config, db DB, h Handler) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, db: db, handler: h, m: m, backoff: newBackoff(cfg.RetryBackoff, cfg.MaxBackoff),
-		outages: newOutages(&cfg, m)}, nil
+	b := newBackoff(cfg.RetryBackoff, cfg.MaxBackoff)
+	if cfg.hooks.jitter != nil {
+		b.jitter = cfg.hooks.jitter
+	}
+	return &Runner{cfg: cfg, db: db, handler: h, m: m, backoff: b, outages: newOutages(&cfg, m)}, nil
 }
 
 // Ready reports nil while the Runner is a member of its consumer group (it
@@ -70,11 +73,12 @@ func (r *Runner) Ready(context.Context) error {
 }
 
 // Run waits for the database (see WaitForDatabase), checks its schema (see
-// CheckSchema), joins the group and applies events until ctx ends, then
-// finishes the transactions in flight, commits the marked offsets, leaves
-// the group and returns nil. It returns an error when it cannot connect to
-// Kafka, the database lacks the worker's schema, or something fails that
-// retrying cannot mend. A Runner runs once.
+// CheckSchema) and that its role may write processed_events, joins the
+// group and applies events until ctx ends, then finishes the transactions
+// in flight, commits the marked offsets, leaves the group and returns nil.
+// It returns an error when it cannot connect to Kafka, the database lacks
+// the worker's schema, its role may not write the inbox, or something fails
+// that retrying cannot mend. A Runner runs once.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("worker runner already ran")
@@ -86,6 +90,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	if err := CheckSchema(ctx, r.db); err != nil {
+		return err
+	}
+	if err := checkInboxPrivileges(ctx, r.db); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)

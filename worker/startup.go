@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	ipg "github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/internal/privileges"
 )
 
 // maxConnectBackoff caps the wait between attempts to reach the database at
@@ -84,6 +86,38 @@ var ErrSchema = errors.New("database schema missing")
 // Runner writes (processed_events with its columns): it prepares each inbox
 // statement, which runs nothing. Other errors come back as they are.
 func CheckSchema(ctx context.Context, db DB) error {
+	return inStartupTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		conn := tx.Conn().PgConn()
+		for _, sql := range inboxStatements {
+			if _, err := conn.Prepare(ctx, "", sql, nil); err != nil {
+				if classify(err) == kindSchema {
+					return fmt.Errorf("%w: %s: %w; %w", ErrSchema, firstLine(sql), err, errRunMigrate)
+				}
+				return fmt.Errorf("check inbox statement: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// checkInboxPrivileges reports (a *privileges.MissingError, one line) a
+// role that may not write the inbox: without INSERT (and SELECT, which the
+// batch insert's RETURNING needs) on processed_events no event can be
+// applied, and finding it out on the first event would only make the
+// partitions wait.
+func checkInboxPrivileges(ctx context.Context, db DB) error {
+	return inStartupTx(ctx, db, func(ctx context.Context, tx pgx.Tx) error {
+		var role string
+		if err := tx.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
+			return fmt.Errorf("check privileges: %w", err)
+		}
+		return privileges.Worker(nil).Check(ctx, tx, role)
+	})
+}
+
+// inStartupTx runs check in a transaction of db that it rolls back, within
+// DefaultApplyTimeout.
+func inStartupTx(ctx context.Context, db DB, check func(context.Context, pgx.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, DefaultApplyTimeout)
 	defer cancel()
 	tx, err := db.Begin(ctx)
@@ -91,16 +125,7 @@ func CheckSchema(ctx context.Context, db DB) error {
 		return fmt.Errorf("%w: %w", errBegin, err)
 	}
 	defer rollback(ctx, tx)
-	conn := tx.Conn().PgConn()
-	for _, sql := range inboxStatements {
-		if _, err := conn.Prepare(ctx, "", sql, nil); err != nil {
-			if classify(err) == kindSchema {
-				return fmt.Errorf("%w: %s: %w; %w", ErrSchema, firstLine(sql), err, errRunMigrate)
-			}
-			return fmt.Errorf("check inbox statement: %w", err)
-		}
-	}
-	return nil
+	return check(ctx, tx)
 }
 
 func firstLine(s string) string {

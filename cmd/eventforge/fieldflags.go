@@ -85,6 +85,8 @@ func workerFlagNames() map[string]string {
 		"Config.ApplyTimeout":   "--apply-timeout",
 		"Config.SessionTimeout": "--session-timeout",
 		"Config.CommitInterval": "--commit-interval",
+		"Config.OutageEvents":   "--outage-events",
+		"Config.ProbeTimeout":   "--probe-timeout",
 	})
 }
 

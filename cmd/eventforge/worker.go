@@ -48,9 +48,11 @@ together with its processed_events (consumer, event_id) row; the offset is commi
 so a crash redelivers and the inbox drops what was already applied.
 
 Failures are retried in place (the partition waits, so per-key order holds), up to --max-attempts attempts
-and --max-retry-time, then dead-lettered to <topic>.dlq. A database that is unreachable (also by timeout),
-out of resources or shutting down, and missing tables or columns (a wrong or unmigrated database) are waited
-for without spending attempts, never dead-lettered. Malformed records are dead-lettered at once. A copy of a
+and --max-retry-time, then dead-lettered to <topic>.dlq, unless the events behind the failing one fail the
+same way (--outage-events in a row): then the partition waits. After a failed apply the worker probes the
+database (--probe-timeout): a database that is unreachable, read-only or refuses the inbox insert, and missing
+tables, columns, functions or types, are waited for without spending attempts, never dead-lettered; so is a
+handler that returns worker.DependencyUnavailable. Malformed records are dead-lettered at once. A copy of a
 dead-lettered event is a duplicate; dlq replay applies it once.
 
 At start-up the worker waits for PostgreSQL (with backoff), and exits with one line when waiting cannot
@@ -79,6 +81,8 @@ Without --handlers every event is only recorded in the inbox (counted as skipped
 	fs.DurationVar(&f.cfg.ApplyTimeout, "apply-timeout", worker.DefaultApplyTimeout, "longest time one transaction may take")
 	fs.DurationVar(&f.cfg.SessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "how long the group waits for a silent member before moving its partitions")
 	fs.DurationVar(&f.cfg.CommitInterval, "commit-interval", worker.DefaultCommitInterval, "how often applied offsets are committed to Kafka")
+	fs.IntVar(&f.cfg.OutageEvents, "outage-events", worker.DefaultOutageEvents, "consecutive distinct events of a partition failing with the same cause, while the database works, that make an outage: the partition waits instead of dead-lettering them")
+	fs.DurationVar(&f.cfg.ProbeTimeout, "probe-timeout", worker.DefaultProbeTimeout, "longest time the database probe after a failed apply may take before the database counts as unavailable")
 	annotateEnv(cmd)
 	return cmd
 }
@@ -103,6 +107,10 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	cfg.Registerer = reg
 	if err := cfg.Check(); err != nil {
 		return asFlags(err, workerFlagNames())
+	}
+	if span := cfg.ShortestRetrySpan(); span < worker.LateRowWindow {
+		log.Warn("--max-attempts, --retry-backoff and --max-retry-time may dead-letter an event whose business row becomes visible late (docs/guarantees.md)",
+			"shortest_retry_span", span, "late_row_window", worker.LateRowWindow)
 	}
 
 	var spec *sqlhandler.Spec
@@ -187,6 +195,7 @@ func (f *workerRunFlags) positive() error {
 		"--max-backoff": int64(f.cfg.MaxBackoff), "--max-retry-time": int64(f.cfg.MaxRetryTime),
 		"--apply-timeout": int64(f.cfg.ApplyTimeout), "--commit-interval": int64(f.cfg.CommitInterval),
 		"--session-timeout": int64(f.cfg.SessionTimeout),
+		"--outage-events":   int64(f.cfg.OutageEvents), "--probe-timeout": int64(f.cfg.ProbeTimeout),
 	} {
 		if v <= 0 {
 			return fmt.Errorf("%s must be positive", name)

@@ -119,7 +119,8 @@ func withHint(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case pgerrcode.UndefinedTable, pgerrcode.UndefinedColumn, pgerrcode.InvalidSchemaName:
+		case pgerrcode.UndefinedTable, pgerrcode.UndefinedColumn, pgerrcode.InvalidSchemaName,
+			pgerrcode.UndefinedFunction, pgerrcode.UndefinedObject:
 			return fmt.Errorf("%w (is this the right database, and migrated? run eventforge migrate)", err)
 		}
 	}

@@ -46,6 +46,8 @@ func TestNewRejectsBadSQL(t *testing.T) {
 		{"syntax error", "UPDATE orders SET WHERE id = $1", []string{`handler "bad.type"`, "syntax error"}},
 		{"missing table", "UPDATE orderz SET status = 'x' WHERE id = $1", []string{`handler "bad.type"`, `relation "orderz" does not exist`}},
 		{"missing column", "UPDATE orders SET colour = 'x' WHERE id = $1", []string{`handler "bad.type"`, `column "colour"`}},
+		{"missing function", "SELECT bump_order($1)", []string{`handler "bad.type"`, "function bump_order(text) does not exist", "eventforge migrate"}},
+		{"missing type", "SELECT $1::mood", []string{`handler "bad.type"`, `type "mood" does not exist`, "eventforge migrate"}},
 		{"type mismatch", "UPDATE orders SET amount = $2 WHERE id = $1", []string{`handler "bad.type"`, "jsonb"}},
 		{"two statements", "UPDATE orders SET status = 'a' WHERE id = $1; DELETE FROM orders", []string{`handler "bad.type"`, "multiple commands"}},
 		{"parameter out of range", "UPDATE orders SET status = $6 WHERE id = $1", []string{`handler "bad.type"`, "$6"}},
