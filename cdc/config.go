@@ -122,8 +122,8 @@ type Config struct {
 	ReceiveTimeout time.Duration
 
 	Compression     string        // none, gzip, snappy, lz4 or zstd; default DefaultCompression (lz4)
-	FlushBytes      int           // producer batch target; 0 (default): send when the connection is free
-	FlushFrequency  time.Duration // producer linger; 0 (default): none (see kafka.ProducerOptions)
+	FlushBytes      int           // generation size that ends a linger early; 0 (default): none (produce.Config.LingerBytes)
+	FlushFrequency  time.Duration // linger of a partition's records before a smaller generation goes out; 0 (default): none (produce.Config.Linger)
 	MaxMessageBytes int           // largest record produced, larger ones are rejected; default DefaultMaxMessageBytes
 
 	// KafkaProbeInterval is how often a streaming relay checks that a broker
