@@ -3,10 +3,10 @@ package cdc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sort"
 	"strings"
-	"log/slog"
 	"testing"
 	"time"
 
