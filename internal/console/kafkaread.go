@@ -71,45 +71,55 @@ func (k *kafkaReader) findKey(topic string, p int32, key string) ([]record, erro
 
 // scan reads partition p up to its high watermark and keeps what match accepts.
 func (k *kafkaReader) scan(topic string, p int32, match func(key []byte, headers map[string]string) bool) ([]record, error) {
+	var out []record
+	err := k.read(topic, p, func(oldest, hwm int64) int64 { return max(oldest, hwm-scanLimit) }, func(m *sarama.ConsumerMessage) {
+		hs := map[string]string{}
+		for _, h := range m.Headers {
+			hs[string(h.Key)] = string(h.Value)
+		}
+		if match(m.Key, hs) {
+			out = append(out, record{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp, Headers: hs})
+		}
+	})
+	return out, err
+}
+
+// read hands each record of partition p from the offset start picks
+// (given the oldest offset and the high watermark) up to the high
+// watermark to each.
+func (k *kafkaReader) read(topic string, p int32, start func(oldest, hwm int64) int64, each func(*sarama.ConsumerMessage)) error {
 	hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
 	if err != nil {
-		return nil, fmt.Errorf("read high watermark: %w", err)
+		return fmt.Errorf("read high watermark: %w", err)
 	}
 	oldest, err := k.client.GetOffset(topic, p, sarama.OffsetOldest)
 	if err != nil {
-		return nil, fmt.Errorf("read oldest offset: %w", err)
+		return fmt.Errorf("read oldest offset: %w", err)
 	}
-	from := max(oldest, hwm-scanLimit)
+	from := start(oldest, hwm)
 	if from >= hwm {
-		return nil, nil
+		return nil
 	}
 	consumer, err := sarama.NewConsumerFromClient(k.client)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer consumer.Close()
 	pc, err := consumer.ConsumePartition(topic, p, from)
 	if err != nil {
-		return nil, fmt.Errorf("consume %s/%d: %w", topic, p, err)
+		return fmt.Errorf("consume %s/%d: %w", topic, p, err)
 	}
 	defer pc.Close()
-	var out []record
 	timeout := time.After(5 * time.Second)
 	for {
 		select {
 		case m := <-pc.Messages():
-			hs := map[string]string{}
-			for _, h := range m.Headers {
-				hs[string(h.Key)] = string(h.Value)
-			}
-			if match(m.Key, hs) {
-				out = append(out, record{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp, Headers: hs})
-			}
+			each(m)
 			if m.Offset >= hwm-1 {
-				return out, nil
+				return nil
 			}
 		case <-timeout:
-			return out, errors.New("reading the topic timed out")
+			return errors.New("reading the topic timed out")
 		}
 	}
 }

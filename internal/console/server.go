@@ -34,6 +34,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /api/signals", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, c.obs.signals(r.Context())) })
 	mux.HandleFunc("GET /api/processes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Processes()) })
 	mux.HandleFunc("GET /api/order", c.order)
+	mux.HandleFunc("GET /api/topology", c.serveTopology)
+	mux.HandleFunc("GET /api/partition", c.servePartition)
 	mux.HandleFunc("POST /api/run", c.startRun)
 	mux.HandleFunc("POST /api/run/next", c.next)
 	mux.HandleFunc("POST /api/run/stop", c.stopRun)

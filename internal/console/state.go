@@ -26,6 +26,9 @@ type observer struct {
 	pool  *pgxpool.Pool
 	kafka *kafkaReader
 
+	rates  *rater      // the topology's rates
+	assign assignWatch // the group's assignment changes
+
 	mu      sync.Mutex
 	commits map[string][2]string // event id -> commit record start and end LSN
 	walOK   *bool                // pg_walinspect installed
@@ -41,7 +44,7 @@ func newObserver(ctx context.Context, t target, kc kafka.Config) (*observer, err
 		pool.Close()
 		return nil, err
 	}
-	return &observer{t: t, pool: pool, kafka: kr, commits: map[string][2]string{}}, nil
+	return &observer{t: t, pool: pool, kafka: kr, rates: newRater(), commits: map[string][2]string{}}, nil
 }
 
 func (o *observer) close() {
