@@ -166,7 +166,7 @@ async function assignedGauge(addr) {
 // What the diagram shows of the topic and the group.
 async function diagramGroup(page) {
   return page.evaluate(() => ({
-    parts: [...document.querySelectorAll('#diagram [data-partition]')].map((g) => ({ p: Number(g.dataset.partition), owner: g.dataset.owner, text: g.querySelector('text').textContent })),
+    parts: [...document.querySelectorAll('#diagram [data-partition]')].map((g) => ({ p: Number(g.dataset.partition), owner: g.dataset.owner, text: g.querySelector('text').textContent.trim() })),
     members: [...document.querySelectorAll('#diagram [data-member]')].map((g) => ({ name: g.dataset.member, parts: g.dataset.partitions ? g.dataset.partitions.split(',').map(Number) : [] })),
   }));
 }
@@ -195,7 +195,7 @@ async function ownersAgree(page, workers, timeout = 20000) {
 async function marked(page) {
   return page.evaluate(() => ({
     at: document.querySelector('#diagram [aria-current="location"]')?.dataset.node || '',
-    partitions: [...document.querySelectorAll('#diagram [data-partition][aria-current]')].map((g) => g.querySelector('text').textContent),
+    partitions: [...document.querySelectorAll('#diagram [data-partition][aria-current]')].map((g) => g.querySelector('text').textContent.trim()),
   }));
 }
 

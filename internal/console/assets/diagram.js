@@ -23,7 +23,9 @@
   function node(id, x, y, w, h, lines, label, cls) {
     var g = el('g', { 'data-node': id, role: 'group', 'aria-label': label, class: 'node ' + (cls || '') }, svg);
     el('rect', { x: x, y: y, width: w, height: h, rx: 5 }, g);
-    lines.forEach(function (t, i) { el('text', { x: x + 6, y: y + 14 + i * 12, class: i === 0 ? 'title' : '' }, g, t); });
+    // A trailing space keeps the lines apart in the text assistive
+    // technology reads from the node (SVG does not draw it).
+    lines.forEach(function (t, i) { el('text', { x: x + 6, y: y + 14 + i * 12, class: i === 0 ? 'title' : '' }, g, i < lines.length - 1 ? t + ' ' : t); });
     return g;
   }
   function edge(x1, y1, x2, y2, label, id) {
