@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 )
@@ -81,4 +82,29 @@ func (c *Console) servePartition(w http.ResponseWriter, r *http.Request) {
 		recs = []TailRecord{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"topic": c.obs.t.topic, "partition": p, "records": recs})
+}
+
+// Where says in words where the diagram shows the event at this step (the
+// text equivalent of the diagram's marked node, for the page without scripts).
+func (s Snapshot) Where() string {
+	p := fmt.Sprintf("p%d", s.Facts.Partition)
+	switch s.Node {
+	case nodeAPI:
+		return "the API, with the client's request"
+	case nodeTables:
+		return "PostgreSQL, the orders and outbox tables"
+	case nodeSlot:
+		return "the replication slot"
+	case nodeRelay:
+		return "the relay"
+	case nodePartition:
+		return fmt.Sprintf("partition %s of %d (murmur2 of the key %s)", p, s.Facts.Partitions, s.Facts.OrderID)
+	case nodeWorker:
+		return "the consumer group member that owns partition " + p
+	case nodeInbox:
+		return "processed_events, the inbox"
+	case nodeDLQ:
+		return "the dead-letter topic"
+	}
+	return "unknown"
 }

@@ -88,3 +88,17 @@ func TestRelayStateFromMetrics(t *testing.T) {
 		t.Errorf("demo relay stopped: %+v", got)
 	}
 }
+
+func TestSnapshotWhereNamesTheNode(t *testing.T) {
+	f := Facts{OrderID: "order-1", Partition: 2, Partitions: 4}
+	for node, want := range map[string]string{
+		nodePartition: "partition p2 of 4 (murmur2 of the key order-1)",
+		nodeWorker:    "the consumer group member that owns partition p2",
+		nodeDLQ:       "the dead-letter topic",
+		"":            "unknown",
+	} {
+		if got := (Snapshot{Node: node, Facts: f}).Where(); got != want {
+			t.Errorf("%q: %q, want %q", node, got, want)
+		}
+	}
+}

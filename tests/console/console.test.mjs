@@ -542,6 +542,7 @@ test('read all steps without scripts: the server runs the scenario and renders e
   await Promise.all([page.waitForURL(/\/steps\?scenario=rollback$/, { timeout: 60000 }), page.click('form button[type=submit]')]);
   const text = await page.textContent('main');
   assert.equal((text.match(/Read at /g) || []).length, 4, 'every step shows what it read');
+  assert.equal((text.match(/On the diagram, the event is at /g) || []).length, 4, 'and where the diagram marks the event');
   assert.match(text, /API answered 5\d\d/);
   const run = await json('/api/run');
   assert.equal(psql(`SELECT count(*) FROM outbox WHERE aggregate_id = '${run.order_id}'`), '0');
