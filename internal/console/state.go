@@ -28,6 +28,8 @@ type observer struct {
 
 	rates  *rater      // the topology's rates
 	assign assignWatch // the group's assignment changes
+	topoMu sync.Mutex  // one topology read at a time
+	topo   *Topology   // the last read
 
 	mu      sync.Mutex
 	commits map[string][2]string // event id -> commit record start and end LSN

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -165,9 +166,25 @@ func (w *assignWatch) see(members []MemberView, at time.Time) (int, *time.Time) 
 	return w.changes, w.at
 }
 
-// topology reads the architecture now. relays are the demo's relay states
-// (nil in read-only mode: the relay's metrics tell).
+// topologyReuse is how long a topology read serves every page asking: the
+// pages refresh every second, and several open pages cost one read.
+const topologyReuse = 900 * time.Millisecond
+
+// topology reads the architecture now, or returns the read of less than
+// topologyReuse ago. relays are the demo's relay states (nil in read-only
+// mode: the relay's metrics tell).
 func (o *observer) topology(ctx context.Context, relays []RelayView) Topology {
+	o.topoMu.Lock()
+	defer o.topoMu.Unlock()
+	if o.topo != nil && time.Since(o.topo.ReadAt) < topologyReuse {
+		return *o.topo
+	}
+	t := o.readTopology(ctx, relays)
+	o.topo = &t
+	return t
+}
+
+func (o *observer) readTopology(ctx context.Context, relays []RelayView) Topology {
 	t := Topology{Topic: o.t.topic, DLQTopic: o.t.topic + outbox.DLQSuffix, Group: o.t.group, ReadAt: time.Now().UTC()}
 	fail := func(what string, err error) { t.Errors = append(t.Errors, fmt.Sprintf("%s: %v", what, err)) }
 	t.Slot = o.slotView(ctx, fail)
@@ -293,9 +310,7 @@ func (o *observer) dlqView(topic string, workers [][]sample) DLQView {
 	var d DLQView
 	if n, err := o.kafka.partitions(topic); err == nil {
 		d.Exists = true
-		for p := range n {
-			d.Depth += o.kafka.depth(topic, p)
-		}
+		d.Depth, _ = o.kafka.depth(topic, n) // unreadable: shown as 0
 	}
 	if len(workers) > 0 {
 		var age float64
@@ -342,37 +357,90 @@ func (k *kafkaReader) offsets(group, topic string, n int32) ([]PartitionView, er
 	if err != nil {
 		return nil, fmt.Errorf("read committed offsets: %w", err)
 	}
+	hwm, err := k.listOffsets(topic, ps, sarama.OffsetNewest)
+	if err != nil {
+		return nil, fmt.Errorf("read high watermarks: %w", err)
+	}
+	oldest, err := k.listOffsets(topic, ps, sarama.OffsetOldest)
+	if err != nil {
+		return nil, fmt.Errorf("read oldest offsets: %w", err)
+	}
 	out := make([]PartitionView, n)
 	for _, p := range ps {
-		hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
-		if err != nil {
-			return nil, fmt.Errorf("read high watermark of %d: %w", p, err)
-		}
-		pv := PartitionView{Partition: p, HighWatermark: hwm, Committed: -1}
+		pv := PartitionView{Partition: p, HighWatermark: hwm[p], Committed: -1}
 		if b := resp.GetBlock(topic, p); b != nil {
 			pv.Committed = b.Offset
 		}
 		from := pv.Committed
 		if from < 0 {
-			from, _ = k.client.GetOffset(topic, p, sarama.OffsetOldest)
+			from = oldest[p]
 		}
-		pv.Lag = max(0, hwm-from)
+		pv.Lag = max(0, pv.HighWatermark-from)
 		out[p] = pv
 	}
 	return out, nil
 }
 
-// depth is the number of records partition p holds (0 when unreadable).
-func (k *kafkaReader) depth(topic string, p int32) int64 {
-	hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
-	if err != nil {
-		return 0
+// depth is the number of records the topic's partitions hold.
+func (k *kafkaReader) depth(topic string, n int32) (int64, error) {
+	ps := make([]int32, n)
+	for i := range ps {
+		ps[i] = int32(i)
 	}
-	oldest, err := k.client.GetOffset(topic, p, sarama.OffsetOldest)
+	hwm, err := k.listOffsets(topic, ps, sarama.OffsetNewest)
 	if err != nil {
-		return 0
+		return 0, err
 	}
-	return max(0, hwm-oldest)
+	oldest, err := k.listOffsets(topic, ps, sarama.OffsetOldest)
+	if err != nil {
+		return 0, err
+	}
+	var d int64
+	for _, p := range ps {
+		d += max(0, hwm[p]-oldest[p])
+	}
+	return d, nil
+}
+
+// listOffsets reads the offset at ts (sarama.OffsetNewest or OffsetOldest)
+// of each partition with one request per partition leader, so a refresh
+// every second stays cheap on topics with many partitions.
+func (k *kafkaReader) listOffsets(topic string, ps []int32, ts int64) (map[int32]int64, error) {
+	brokers := map[int32]*sarama.Broker{}
+	reqs := map[int32]*sarama.OffsetRequest{}
+	for _, p := range ps {
+		b, err := k.client.Leader(topic, p)
+		if err != nil {
+			return nil, fmt.Errorf("leader of %s/%d: %w", topic, p, err)
+		}
+		if reqs[b.ID()] == nil {
+			brokers[b.ID()], reqs[b.ID()] = b, sarama.NewOffsetRequest(k.client.Config().Version)
+		}
+		reqs[b.ID()].AddBlock(topic, p, ts, 1)
+	}
+	out := make(map[int32]int64, len(ps))
+	for id, req := range reqs {
+		resp, err := brokers[id].GetAvailableOffsets(req)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			blk := resp.GetBlock(topic, p)
+			if blk == nil {
+				continue
+			}
+			if !errors.Is(blk.Err, sarama.ErrNoError) {
+				return nil, fmt.Errorf("offset of %s/%d: %w", topic, p, blk.Err)
+			}
+			if len(blk.Offsets) == 1 {
+				out[p] = blk.Offsets[0]
+			}
+		}
+	}
+	if len(out) != len(ps) {
+		return nil, fmt.Errorf("offsets of %s: %d of %d partitions answered", topic, len(out), len(ps))
+	}
+	return out, nil
 }
 
 // TailRecord is one of a partition's last records.
