@@ -1,6 +1,7 @@
 package console
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -81,11 +82,26 @@ func TestRelayStateFromMetrics(t *testing.T) {
 			t.Errorf("%v: %s, want %s", c.ms, got, c.want)
 		}
 	}
-	if got := relayViews(nil, nil); len(got) != 1 || got[0].State != "unknown" {
-		t.Errorf("no metrics: %+v", got)
+	active := []sample{{name: "eventforge_cdc_streaming", value: 1}}
+	standby := []sample{{name: "eventforge_cdc_standby", value: 1}}
+	for _, c := range []struct {
+		name string
+		demo []RelayView
+		s    scraped
+		want []RelayView
+	}{
+		{"no metrics address", nil, scraped{}, []RelayView{{"relay", "unknown"}}},
+		{"one relay", nil, scraped{relayAddrs: []string{"a:1"}, relayByIdx: [][]sample{active}}, []RelayView{{"relay", "active"}}},
+		{"active and standbys", nil, scraped{relayAddrs: []string{"a:1", "b:1", "c:1"}, relayByIdx: [][]sample{standby, active, nil}},
+			[]RelayView{{"relay a:1", "standby"}, {"relay b:1", "active"}, {"relay c:1", "unreachable"}}},
+		{"demo relay stopped", []RelayView{{"relay", "stopped"}}, scraped{relayAddrs: []string{"a:1"}, relayByIdx: [][]sample{active}}, []RelayView{{"relay", "stopped"}}},
+	} {
+		if got := relayViews(c.demo, c.s); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
 	}
-	if got := relayViews([]RelayView{{Name: "relay", State: "stopped"}}, nil); got[0].State != "stopped" {
-		t.Errorf("demo relay stopped: %+v", got)
+	if got := (target{relayMetrics: " a:1, ,b:2 "}).relays(); !slices.Equal(got, []string{"a:1", "b:2"}) {
+		t.Errorf("relay addresses %q", got)
 	}
 }
 

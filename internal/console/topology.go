@@ -189,7 +189,7 @@ func (o *observer) readTopology(ctx context.Context, relays []RelayView) Topolog
 	fail := func(what string, err error) { t.Errors = append(t.Errors, fmt.Sprintf("%s: %v", what, err)) }
 	t.Slot = o.slotView(ctx, fail)
 	m := o.scrapeAll(ctx)
-	t.Relays = relayViews(relays, m.relay)
+	t.Relays = relayViews(relays, m)
 	if err := o.partitionViews(&t); err != nil {
 		fail("read topic "+t.Topic, err)
 	}
@@ -221,16 +221,22 @@ func (o *observer) slotView(ctx context.Context, fail func(string, error)) SlotV
 
 // scraped are the processes' metrics read once per topology.
 type scraped struct {
-	relay   [][]sample // nil: no relay metrics address or unreachable
-	workers [][]sample
+	relayAddrs []string
+	relayByIdx [][]sample // per relay address; nil: unreachable
+	relay      [][]sample // the relays that answered
+	workers    [][]sample
 }
 
 func (o *observer) scrapeAll(ctx context.Context) scraped {
-	var s scraped
-	if o.t.relayMetrics != "" {
-		if ms, err := scrape(ctx, o.t.relayMetrics); err == nil {
-			s.relay = [][]sample{ms}
+	s := scraped{relayAddrs: o.t.relays()}
+	for _, a := range s.relayAddrs {
+		ms, err := scrape(ctx, a)
+		if err != nil {
+			ms = nil
+		} else {
+			s.relay = append(s.relay, ms)
 		}
+		s.relayByIdx = append(s.relayByIdx, ms)
 	}
 	for _, a := range o.t.workerMetrics() {
 		if ms, err := scrape(ctx, a); err == nil {
@@ -252,16 +258,28 @@ func (scraped) counter(procs [][]sample, name string, want ...string) *float64 {
 	return &t
 }
 
-// relayViews are the demo's relay states, or the state the relay's metrics
-// give (streaming, standby, both 0: reconnecting; no answer: unknown).
-func relayViews(demo []RelayView, relay [][]sample) []RelayView {
+// relayViews are the demo's relay states, or one per relay metrics address
+// (the active relay and its standbys): the state its metrics give
+// (streaming, standby, both 0: reconnecting; no answer: unreachable).
+func relayViews(demo []RelayView, s scraped) []RelayView {
 	if demo != nil {
 		return demo
 	}
-	if len(relay) == 0 {
+	if len(s.relayAddrs) == 0 {
 		return []RelayView{{Name: "relay", State: "unknown"}}
 	}
-	return []RelayView{{Name: "relay", State: relayState(relay[0])}}
+	var out []RelayView
+	for i, a := range s.relayAddrs {
+		v := RelayView{Name: "relay", State: "unreachable"}
+		if len(s.relayAddrs) > 1 {
+			v.Name = "relay " + a
+		}
+		if s.relayByIdx[i] != nil {
+			v.State = relayState(s.relayByIdx[i])
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func relayState(ms []sample) string {

@@ -79,9 +79,10 @@
 
     // The relays.
     var relays = (t.relays && t.relays.length) ? t.relays : [{ name: 'relay', state: 'unknown' }];
+    var rw = Math.min(168, (W - 16 - (relays.length - 1) * 8) / relays.length);
     relays.forEach(function (r, i) {
       var state = relayDown(r.name) ? 'stopped' : r.state;
-      var g = node(i ? 'relay-' + i : 'relay', 8 + i * 176, 108, 168, 40, [r.name, state], r.name + ': ' + state, state === 'stopped' ? 'down' : state);
+      var g = node(i ? 'relay-' + i : 'relay', 8 + i * (rw + 8), 108, rw, 40, [r.name, state], r.name + ': ' + state, state === 'stopped' ? 'down' : state);
       if (i === 0) { cur(g, 'relay'); }
       items.push('Relay ' + r.name + ': ' + state + '.' + (i === 0 && w.at === 'relay' ? ' The event is here.' : ''));
     });
