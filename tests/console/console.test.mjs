@@ -551,14 +551,30 @@ test('read all steps without scripts: the server runs the scenario and renders e
 
 // A read-only console pointed at the demo's pipeline, as an operator would
 // run it against theirs: only addresses, no demo.
-async function startReadOnly() {
+// A second relay on the demo's slot waits as a hot standby while the demo's
+// relay streams.
+async function startStandby() {
+  const addr = `127.0.0.1:${await freePort()}`;
+  const proc = spawn(bin, ['cdc', 'run', '--slot', info.slot, '--topic-prefix', info.topic.slice(0, -'orders'.length),
+    '--topic-partitions', '4', '--metrics-addr', addr, '--shutdown-timeout', '5s', '--log-level', 'warn',
+    '--pg-url', demoURL, '--kafka-brokers', brokers], { stdio: 'ignore' });
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    const text = await fetch(`http://${addr}/metrics`).then((r) => r.text()).catch(() => '');
+    if (/^eventforge_cdc_standby 1$/m.test(text)) { return { proc, metrics: addr }; }
+    assert.ok(Date.now() < deadline && proc.exitCode === null, 'the second relay waits as a standby');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function startReadOnly(standby) {
   const port = await freePort();
   const procs = demoProcs();
   const relay = procs.find((p) => p.name === 'relay');
   const workers = procs.filter((p) => /^worker-\d/.test(p.name));
   const proc = spawn(bin, ['console', '--http-addr', `127.0.0.1:${port}`, '--pg-url', demoURL, '--kafka-brokers', brokers,
     '--slot', info.slot, '--topic', info.topic, '--group', info.group, '--consumer', info.consumer,
-    '--relay-metrics-addr', relay.metrics, '--worker-metrics-addrs', workers.map((w) => w.metrics).join(','), '--api-url', info.api],
+    '--relay-metrics-addr', `${relay.metrics},${standby.metrics}`, '--worker-metrics-addrs', workers.map((w) => w.metrics).join(','), '--api-url', info.api],
   { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (d) => { log += d; });
@@ -576,12 +592,18 @@ async function edgeRate(page, edge) {
   return m ? Number(m[1]) : null;
 }
 
-test('live read-only diagram: rates rise while orders are written, a partition shows its last records, ownership moves when a worker stops', async () => {
-  const ro = await startReadOnly();
-  const page = await newPage();
+test('live read-only diagram: relay and standby, rates rise while orders are written, a partition shows its last records, ownership moves when a worker stops', async () => {
+  const standby = await startStandby();
+  let ro; let page;
   try {
+    ro = await startReadOnly(standby);
+    page = await newPage();
     await page.goto(ro.url + '/');
     await page.waitForFunction(() => window.eventforgeConsole.debug().liveReads >= 2, null, { timeout: 15000 });
+    // The relay and its standby, each with the state its own metrics give.
+    const relays = await page.$$eval('#diagram [data-node^="relay"]', (gs) => gs.map((g) => g.getAttribute('aria-label')));
+    const relayAddr = demoProcs().find((p) => p.name === 'relay').metrics;
+    assert.deepEqual(relays, [`relay ${relayAddr}: active`, `relay ${standby.metrics}: standby`]);
     const n = topicPartitions(info.topic);
     assert.equal((await diagramGroup(page)).parts.length, n);
     await ownersAgree(page, ro.workers);
@@ -641,9 +663,10 @@ test('live read-only diagram: rates rise while orders are written, a partition s
     assert.notEqual(text, changesBefore);
     await page.evaluate(() => window.eventforgeConsole.leave());
   } finally {
-    await page.context().close();
-    ro.proc.kill('SIGTERM');
-    await new Promise((r) => ro.proc.once('exit', r));
+    if (page) { await page.context().close(); }
+    const procs = [standby.proc, ro && ro.proc].filter((p) => p && p.exitCode === null);
+    procs.forEach((p) => p.kill('SIGTERM'));
+    await Promise.all(procs.map((p) => new Promise((r) => p.once('exit', r))));
     await json('/api/run/stop', { method: 'POST' }); // the demo restarts the stopped worker
   }
 });
