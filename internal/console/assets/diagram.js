@@ -140,20 +140,29 @@
     y += 24;
     var mem = t.members || [];
     var mw = (W - 24 - 4) / 2; var mh = 40;
-    var gh = 20 + Math.max(1, Math.ceil(mem.length / 2)) * (mh + 4);
-    el('rect', { x: 8, y: y, width: W - 16, height: gh, rx: 6, class: 'area' }, svg);
+    // The demo's stopped workers are drawn greyed out beside the members.
     var down = (procs || []).filter(function (p) { return /^worker-\d/.test(p.name) && !p.running; }).map(function (p) { return p.name; });
-    el('text', { x: 14, y: y + 14, class: 'area-title' }, svg, 'group ' + (t.group || '?') + ' · ' + mem.length + ' members' + (down.length ? ' · ' + down.join(', ') + ' stopped' : ''));
-    items.push('Consumer group ' + (t.group || '?') + ': ' + mem.length + ' members' + (down.length ? '; ' + down.join(', ') + ' stopped' : '') + '.');
+    var boxes = mem.length + down.length;
+    var gh = 20 + Math.max(1, Math.ceil(boxes / 2)) * (mh + 4);
+    el('rect', { x: 8, y: y, width: W - 16, height: gh, rx: 6, class: 'area' }, svg);
+    var since = t.assignment_changed_at ? Math.round((Date.parse(t.read_at) - Date.parse(t.assignment_changed_at)) / 1000) : null;
+    var reb = since !== null && since < 60 ? ' · rebalanced ' + since + ' s ago' : '';
+    el('text', { x: 14, y: y + 14, class: 'area-title' }, svg, 'group ' + (t.group || '?') + ' · ' + mem.length + ' members' + reb);
+    items.push('Consumer group ' + (t.group || '?') + ': ' + mem.length + ' members' + (down.length ? '; ' + down.join(', ') + ' stopped' : '') +
+      (since !== null ? '; the assignment last changed ' + since + ' s ago' : '') + '.');
     var ownerOfOrder = f && parts[f.partition] ? parts[f.partition].owner : '';
+    var at = function (i) { return { x: 12 + (i % 2) * (mw + 4), y: y + 20 + Math.floor(i / 2) * (mh + 4) }; };
     mem.forEach(function (mb, i) {
-      var x = 12 + (i % 2) * (mw + 4); var my = y + 20 + Math.floor(i / 2) * (mh + 4);
       var ps = (mb.partitions || []).map(function (p) { return 'p' + p; }).join(' ') || 'no partitions';
-      var g = node('member-' + (i + 1), x, my, mw, mh, [mb.name + ' (m' + (i + 1) + ')', ps], mb.name + ' (' + mb.client_id + '@' + mb.host + '): ' + ps, 'member owner-' + (i % 6));
+      var g = node('member-' + (i + 1), at(i).x, at(i).y, mw, mh, [mb.name + ' (m' + (i + 1) + ')', ps], mb.name + ' (' + mb.client_id + '@' + mb.host + '): ' + ps, 'member owner-' + (i % 6));
       g.setAttribute('data-partitions', (mb.partitions || []).join(','));
       g.setAttribute('data-member', mb.name);
       if (w.at === 'worker' && mb.name === ownerOfOrder) { g.setAttribute('aria-current', 'location'); }
       items.push('Member ' + mb.name + ' (' + mb.client_id + ' at ' + mb.host + ') owns ' + ps + '.' + (g.hasAttribute('aria-current') ? ' The event is here.' : ''));
+    });
+    down.forEach(function (name, j) {
+      var p = at(mem.length + j);
+      node('down-' + name, p.x, p.y, mw, mh, [name, 'stopped'], name + ': stopped', 'down');
     });
     if (w.at === 'worker' && !ownerOfOrder) { items.push('A worker of the group holds the event.'); }
     y += gh;
