@@ -16,6 +16,7 @@
     if (parent) { parent.appendChild(e); }
     return e;
   }
+  function plural(n, word) { return n + ' ' + word + (n === 1 ? '' : 's'); }
   function num(v, unit) { return v === null || v === undefined ? '?' : (Math.round(v * 10) / 10) + (unit || ''); }
   function bytes(v) { return v === null || v === undefined ? '?' : v < 1024 ? v + ' B' : v < 1048576 ? Math.round(v / 1024) + ' KiB' : Math.round(v / 1048576) + ' MiB'; }
 
@@ -107,8 +108,8 @@
     var pw = (W - 24 - (cols - 1) * 4) / cols; var ph = 44;
     var th = 20 + rows * (ph + 4);
     el('rect', { x: 8, y: y, width: W - 16, height: th, rx: 6, class: 'area' }, svg);
-    el('text', { x: 14, y: y + 14, class: 'area-title' }, svg, 'topic ' + (t.topic || '?') + ' · ' + parts.length + ' partitions');
-    items.push('Topic ' + (t.topic || '?') + ': ' + parts.length + ' partitions.');
+    el('text', { x: 14, y: y + 14, class: 'area-title' }, svg, 'topic ' + (t.topic || '?') + ' · ' + plural(parts.length, 'partition'));
+    items.push('Topic ' + (t.topic || '?') + ': ' + plural(parts.length, 'partition') + '.');
     var owners = {};
     (t.members || []).forEach(function (mb, i) { owners[mb.name] = i; });
     parts.forEach(function (p, i) {
@@ -147,8 +148,8 @@
     el('rect', { x: 8, y: y, width: W - 16, height: gh, rx: 6, class: 'area' }, svg);
     var since = t.assignment_changed_at ? Math.round((Date.parse(t.read_at) - Date.parse(t.assignment_changed_at)) / 1000) : null;
     var reb = since !== null && since < 60 ? ' · rebalanced ' + since + ' s ago' : '';
-    el('text', { x: 14, y: y + 14, class: 'area-title' }, svg, 'group ' + (t.group || '?') + ' · ' + mem.length + ' members' + reb);
-    items.push('Consumer group ' + (t.group || '?') + ': ' + mem.length + ' members' + (down.length ? '; ' + down.join(', ') + ' stopped' : '') +
+    el('text', { x: 14, y: y + 14, class: 'area-title' }, svg, 'group ' + (t.group || '?') + ' · ' + plural(mem.length, 'member') + reb);
+    items.push('Consumer group ' + (t.group || '?') + ': ' + plural(mem.length, 'member') + (down.length ? '; ' + down.join(', ') + ' stopped' : '') +
       (since !== null ? '; the assignment last changed ' + since + ' s ago' : '') + '.');
     var ownerOfOrder = f && parts[f.partition] ? parts[f.partition].owner : '';
     var at = function (i) { return { x: 12 + (i % 2) * (mw + 4), y: y + 20 + Math.floor(i / 2) * (mh + 4) }; };
