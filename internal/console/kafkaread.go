@@ -161,49 +161,26 @@ func (k *kafkaReader) lag(group, topic string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ps := make([]int32, n)
-	for i := range ps {
-		ps[i] = int32(i)
-	}
-	resp, err := k.admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: ps})
+	pvs, err := k.offsets(group, topic, n)
 	if err != nil {
 		return 0, err
 	}
 	var lag int64
-	for _, p := range ps {
-		hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
-		if err != nil {
-			return 0, err
-		}
-		c := int64(-1)
-		if b := resp.GetBlock(topic, p); b != nil {
-			c = b.Offset
-		}
-		if c < 0 {
-			if c, err = k.client.GetOffset(topic, p, sarama.OffsetOldest); err != nil {
-				return 0, err
-			}
-		}
-		lag += max(0, hwm-c)
+	for _, p := range pvs {
+		lag += p.Lag
 	}
 	return lag, nil
 }
 
 // assignments are the group members' partitions of topic, by member id.
 func (k *kafkaReader) assignments(group, topic string) (map[string][]int32, error) {
-	descs, err := k.admin.DescribeConsumerGroups([]string{group})
+	ms, err := k.members(group, topic)
 	if err != nil {
-		return nil, fmt.Errorf("describe group %s: %w", group, err)
+		return nil, err
 	}
-	out := map[string][]int32{}
-	for _, d := range descs {
-		for id, m := range d.Members {
-			a, err := m.GetMemberAssignment()
-			if err != nil || a == nil {
-				continue
-			}
-			out[id] = a.Topics[topic]
-		}
+	out := make(map[string][]int32, len(ms))
+	for _, m := range ms {
+		out[m.ID] = m.Partitions
 	}
 	return out, nil
 }
