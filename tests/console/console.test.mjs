@@ -627,7 +627,10 @@ test('live read-only diagram: relay and standby, rates rise while orders are wri
         body: JSON.stringify({ id: key, customer: 'console-test', amount: 100, currency: 'EUR' }) });
       assert.equal(r.status, 201);
       const pub = await edgeRate(page, 'published'); const con = await edgeRate(page, 'consumed');
-      if (pub > before && con > 0) { rose = { pub, con, sent }; }
+      if (pub > before && con > 0) {
+        rose = { pub, con, sent };
+        await page.screenshot({ path: path.join(shots, 'console-live.png'), fullPage: true });
+      }
       assert.ok(Date.now() < deadline, `rates did not rise after ${sent} orders: published ${pub}, consumed ${con}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -653,7 +656,6 @@ test('live read-only diagram: relay and standby, rates rise while orders are wri
     assert.deepEqual(rows, want, 'last records of the partition, newest first');
     assert.equal(rows[0][1], last);
     assert.deepEqual(await axeScan(page), []);
-    await page.screenshot({ path: path.join(shots, 'console-live.png'), fullPage: true });
 
     // A worker stops: the group rebalances and the diagram shows the other
     // member owning every partition.

@@ -177,9 +177,9 @@
     items.push('processed_events (the inbox): ' + il + '.' + (w.at === 'inbox' ? ' The event is here.' : ''));
     var d = t.dlq || {};
     var dl = f && f.dead_letters && f.dead_letters.length ? f.dead_letters.length + ' of this event' : 'oldest ' + num(d.oldest_age_seconds, ' s');
-    var dg = node('dlq', 184, y, 168, 40, ['DLQ · ' + (d.depth || 0) + ' records', dl], 'dead-letter topic ' + (t.dlq_topic || '') + ': ' + (d.depth || 0) + ' records, ' + dl, f && f.dead_letters && f.dead_letters.length ? 'hot' : '');
+    var dg = node('dlq', 184, y, 168, 40, ['DLQ · ' + plural(d.depth || 0, 'record'), dl], 'dead-letter topic ' + (t.dlq_topic || '') + ': ' + plural(d.depth || 0, 'record') + ', ' + dl, f && f.dead_letters && f.dead_letters.length ? 'hot' : '');
     cur(dg, 'dlq');
-    items.push('Dead-letter topic ' + (t.dlq_topic || '') + ': ' + (d.depth || 0) + ' records, ' + dl + '.' + (w.at === 'dlq' ? ' The event is here.' : ''));
+    items.push('Dead-letter topic ' + (t.dlq_topic || '') + ': ' + plural(d.depth || 0, 'record') + ', ' + dl + '.' + (w.at === 'dlq' ? ' The event is here.' : ''));
     y += 48;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + y);
     var at = svg.querySelector('[aria-current="location"]');
