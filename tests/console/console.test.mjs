@@ -280,6 +280,20 @@ test('journey: every step shows the real state, then the durable rows and offset
     if (i === 9) { assert.match(ev, /inbox rows 1, business changes 1/); }
     if (i === 1) { await page.waitForFunction(() => document.querySelector('#diagram [aria-current="location"]')?.dataset.node === 'api'); }
     if (i === 5) { await diagramAtPublish(page); }
+    // What the step changed is marked on the diagram: the rows, the record, the inbox row.
+    // (the record may reach Kafka at step 4 or 5, and step 9 may see the
+    // offset commit that follows within the same instant: partitions aside)
+    const changes = { 3: ['tables'], 9: ['tables', 'inbox'] };
+    if (changes[i]) {
+      await page.waitForFunction((want) => {
+        const got = [...document.querySelectorAll('#diagram [data-changed]')].map((g) => g.dataset.node).filter((n) => !/^p\d/.test(n));
+        return JSON.stringify(got) === JSON.stringify(want);
+      }, changes[i], { timeout: 5000 }).catch(async (e) => {
+        const got = await page.$$eval('#diagram [data-changed]', (gs) => gs.map((g) => g.dataset.node));
+        assert.fail(`step ${i}: changed ${JSON.stringify(got)}, want ${JSON.stringify(changes[i])} (${e.message})`);
+      });
+      assert.match(await page.textContent('#diagram-text'), /^Changed at this step/);
+    }
     if (i === 10) { await page.screenshot({ path: path.join(shots, 'console-desktop.png'), fullPage: true }); }
   }
   assert.ok(sawAnimation, 'with motion allowed, a step animates the journey marker');

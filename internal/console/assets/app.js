@@ -92,7 +92,8 @@
     $('play').disabled = !demo || state.playing;
     $('pause').disabled = !state.playing;
     $('replay').disabled = !demo;
-    diagram.mark(s ? { node: s.node, step: s.step, facts: s.facts } : null);
+    var prev = state.view > 0 ? snaps[state.view - 1] : null;
+    diagram.mark(s ? { node: s.node, step: s.step, facts: s.facts, prev: prev && prev.facts } : null);
   }
 
   // pollTopology reads the architecture every LIVE_EVERY ms while the page

@@ -126,7 +126,7 @@
       g.setAttribute('data-owner', p.owner || '');
       g.setAttribute('role', 'button');
       g.setAttribute('tabindex', '0');
-      if (copies > 1) { el('text', { x: x + pw - 22, y: py + 14, class: 'badge' }, g, '×' + copies); }
+      if (copies > 1) { el('text', { x: x + pw - 32, y: py + 14, class: 'badge' }, g, '×' + copies); }
       if (w.at === 'partition' && f && f.partition === p.partition) { g.setAttribute('aria-current', 'location'); }
       else if (mine) { g.setAttribute('aria-current', 'true'); }
       g.addEventListener('click', function () { onPartition(p.partition); });
@@ -182,6 +182,7 @@
     items.push('Dead-letter topic ' + (t.dlq_topic || '') + ': ' + plural(d.depth || 0, 'record') + ', ' + dl + '.' + (w.at === 'dlq' ? ' The event is here.' : ''));
     y += 48;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + y);
+    markChanged(changedNodes(f, mark && mark.prev), items);
     var at = svg.querySelector('[aria-current="location"]');
     if (pulse) { pulseUntil = Date.now() + 1600; }
     if (at && Date.now() < pulseUntil) { at.classList.add('pulse'); }
@@ -191,6 +192,32 @@
       textList.textContent = '';
       items.forEach(function (s) { var li = document.createElement('li'); li.textContent = s; textList.appendChild(li); });
     }
+  }
+
+  // changedNodes are the nodes whose values differ from the step before:
+  // the rows, records, offsets and dead letters the step changed.
+  function changedNodes(f, prev) {
+    if (!f || !prev) { return []; }
+    var n = function (a) { return (a || []).length; };
+    var out = [];
+    if (f.status !== prev.status || f.event_id !== prev.event_id) { out.push('tables'); }
+    if (n(f.records) !== n(prev.records) || f.committed_offset !== prev.committed_offset) { out.push('p' + f.partition); }
+    if (f.inbox_rows !== prev.inbox_rows) { out.push('inbox'); }
+    if (n(f.dead_letters) !== n(prev.dead_letters)) { out.push('dlq'); }
+    return out;
+  }
+  function markChanged(ids, items) {
+    var names = [];
+    ids.forEach(function (id) {
+      var g = svg.querySelector('[data-node="' + id + '"]');
+      if (!g) { return; }
+      var r = g.querySelector('rect');
+      g.setAttribute('data-changed', 'true');
+      g.setAttribute('aria-label', g.getAttribute('aria-label') + ', changed at this step');
+      el('circle', { cx: Number(r.getAttribute('x')) + Number(r.getAttribute('width')) - 7, cy: Number(r.getAttribute('y')) + 7, r: 4, class: 'changed' }, g);
+      names.push(g.querySelector('text').textContent.trim());
+    });
+    if (names.length) { items.unshift('Changed at this step (marked with a dot): ' + names.join(', ') + '.'); }
   }
 
   window.eventforgeDiagram = {
