@@ -366,7 +366,9 @@ test('pause and replay, on the rollback scenario: nothing is published', async (
 test('relay dies after the ack, before confirming: a duplicate with the same id, one effect', async () => {
   const page = await newPage();
   await page.goto(`${base}/?scenario=relay-crash`);
-  for (let i = 1; i <= 3; i++) { await page.click('#next'); await waitStep(page, i, 5); }
+  await page.click('#next'); await waitStep(page, 1, 5);
+  const armed = (await json('/api/processes')).find((p) => p.name === 'relay').starts; // restarted with the failpoint
+  for (let i = 2; i <= 3; i++) { await page.click('#next'); await waitStep(page, i, 5); }
   // On the diagram: the relay that died is greyed out and the event is at it.
   await page.waitForFunction(() => {
     const r = document.querySelector('#diagram [data-node="relay"]');
@@ -381,6 +383,8 @@ test('relay dies after the ack, before confirming: a duplicate with the same id,
   const n = topicPartitions(info.topic);
   const mine = `#diagram [data-partition="${partitionOf(run.order_id, n)}"]`;
   await page.waitForFunction((sel) => !document.querySelector('#diagram [data-node="relay"]').classList.contains('down') && document.querySelector(sel)?.hasAttribute('aria-current'), mine, { timeout: 10000 });
+  await page.waitForFunction((n) => document.querySelector('#diagram [data-node="relay"]').getAttribute('aria-label').endsWith(`(start ${n})`), armed + 1,
+    { timeout: 5000 }); // the relay is shown restarted
   assert.match(await page.getAttribute(mine, 'aria-label'), /, 2 record\(s\) of this event$/);
   assert.equal(await page.textContent(`${mine} .badge`), '×2');
   await page.screenshot({ path: path.join(shots, 'console-scenario.png'), fullPage: true });

@@ -43,10 +43,12 @@
     return { at: at || '', partition: part, facts: f };
   }
 
-  function relayDown(name) {
-    if (!procs) { return false; }
-    var p = procs.find(function (x) { return x.name === name; });
-    return p && !p.running;
+  // relayState is the relay's state, with the demo's process (stopped, or
+  // its pid and how many times it was started: a restart shows).
+  function relayState(r) {
+    var p = procs && procs.find(function (x) { return x.name === r.name; });
+    if (!p) { return r.state; }
+    return p.running ? r.state + ' · pid ' + p.pid + ' (start ' + p.starts + ')' : 'stopped';
   }
 
   // draw redraws everything; pulse marks the event's node with a short
@@ -82,7 +84,7 @@
     var relays = (t.relays && t.relays.length) ? t.relays : [{ name: 'relay', state: 'unknown' }];
     var rw = Math.min(168, (W - 16 - (relays.length - 1) * 8) / relays.length);
     relays.forEach(function (r, i) {
-      var state = relayDown(r.name) ? 'stopped' : r.state;
+      var state = relayState(r);
       var g = node(i ? 'relay-' + i : 'relay', 8 + i * (rw + 8), 108, rw, 40, [r.name, state], r.name + ': ' + state, state === 'stopped' ? 'down' : state);
       if (i === 0) { cur(g, 'relay'); }
       items.push('Relay ' + r.name + ': ' + state + '.' + (i === 0 && w.at === 'relay' ? ' The event is here.' : ''));
