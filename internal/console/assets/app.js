@@ -133,6 +133,9 @@
         : 'Last ' + (j.records || []).length + ' records of p' + p + ' (' + j.topic + ', newest first)';
       $('partition-panel').hidden = false;
       $('partition-h').focus();
+    }).catch(function (e) {
+      $('partition-h').textContent = 'Could not read partition ' + p + ': ' + e.message;
+      $('partition-panel').hidden = false;
     });
   }
 
