@@ -12,7 +12,7 @@
   var WATCH_EVERY = 2000;
   var LIVE_EVERY = 1000; // the diagram's live read
   var diagram = window.eventforgeDiagram;
-  var live = { timer: null, ctl: null, stopped: false, reads: 0 };
+  var live = { timer: null, busy: false, stopped: false, reads: 0 };
   var watched = app.dataset.order; // an operator's order lookup: live cards, no run
 
   function later(fn, ms) {
@@ -97,14 +97,14 @@
   }
 
   // pollTopology reads the architecture every LIVE_EVERY ms while the page
-  // is visible and draws it; its timer and request are its own (pausing a
-  // run does not stop the live view, leaving the page does).
+  // is visible and draws it; its timer is its own (pausing a run does not
+  // stop the live view, leaving the page does).
   function pollTopology() {
     live.timer = null;
     if (live.stopped) { return; }
     if (document.hidden) { live.timer = setTimeout(pollTopology, LIVE_EVERY); return; }
-    live.ctl = new AbortController();
-    fetch('/api/topology', { signal: live.ctl.signal }).then(function (r) { return r.json(); }).then(function (t) {
+    live.busy = true;
+    api('GET', '/api/topology').then(function (t) {
       live.reads++;
       diagram.topology(t);
       var r = t.rates || {};
@@ -114,14 +114,14 @@
     }).catch(function (e) {
       if (e.name !== 'AbortError') { $('live').textContent = 'Live view: could not read the system (' + e.message + ').'; }
     }).finally(function () {
-      live.ctl = null;
+      live.busy = false;
       if (!live.stopped) { live.timer = setTimeout(pollTopology, LIVE_EVERY); }
     });
   }
 
   // openPartition shows a partition's last records.
   function openPartition(p) {
-    fetch('/api/partition?p=' + p).then(function (r) { return r.json(); }).then(function (j) {
+    api('GET', '/api/partition?p=' + p).then(function (j) {
       var body = $('partition-records');
       body.textContent = '';
       (j.records || []).forEach(function (rec) {
@@ -129,11 +129,11 @@
         [String(rec.offset), rec.key, rec.event_id || '—'].forEach(function (v) { var td = document.createElement('td'); td.textContent = v; tr.appendChild(td); });
         body.appendChild(tr);
       });
-      $('partition-h').textContent = j.error ? 'Partition ' + p + ': ' + j.error
-        : 'Last ' + (j.records || []).length + ' records of p' + p + ' (' + j.topic + ', newest first)';
+      $('partition-h').textContent = 'Last ' + (j.records || []).length + ' records of p' + p + ' (' + j.topic + ', newest first)';
       $('partition-panel').hidden = false;
       $('partition-h').focus();
     }).catch(function (e) {
+      if (e.name === 'AbortError') { return; }
       $('partition-h').textContent = 'Could not read partition ' + p + ': ' + e.message;
       $('partition-panel').hidden = false;
     });
@@ -250,7 +250,6 @@
     if (state.es) { state.es.close(); state.es = null; }
     live.stopped = true;
     if (live.timer) { clearTimeout(live.timer); live.timer = null; }
-    if (live.ctl) { live.ctl.abort(); }
     if (demo && navigator.sendBeacon) { navigator.sendBeacon('/api/run/stop'); }
   }
 
@@ -275,7 +274,7 @@
     debug: function () {
       return { timers: state.timers.size, inflight: state.controllers.size, playing: state.playing, busy: state.busy,
         eventSource: state.es ? state.es.readyState : -1, view: state.view, snapshots: snapshots().length,
-        status: state.run ? state.run.status : 'none', liveReads: live.reads, livePolling: !!(live.timer || live.ctl) };
+        status: state.run ? state.run.status : 'none', liveReads: live.reads, livePolling: !!(live.timer || live.busy) };
     },
     leave: leave
   };
