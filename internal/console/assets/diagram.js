@@ -121,7 +121,7 @@
       var shown = ['p' + p.partition, 'lag ' + p.lag, p.owner ? 'm' + (owners[p.owner] + 1) : '—'];
       if (copies) { shown[1] += ' @' + f.records[copies - 1].offset; } // the event's record offset
       // The accessible name starts with the visible text (WCAG 2.5.3).
-      var label = shown.join(' ') + (copies > 1 ? ' ×' + copies : '') + ': ' + p.high_watermark + ' records, committed ' + p.committed + ', owner ' + (p.owner || 'none') + (copies ? ', ' + copies + ' record(s) of this event' : '');
+      var label = shown.join(' ') + (copies > 1 ? ' ×' + copies : '') + ': ' + p.high_watermark + ' records, committed ' + p.committed + ', owner ' + (p.owner || 'none') + (copies ? ', ' + plural(copies, 'record') + ' of this event' : '');
       var g = node('p' + p.partition, x, py, pw, ph, shown, label,
         'part owner-' + (p.owner ? owners[p.owner] % 6 : 'none'));
       g.setAttribute('data-partition', p.partition);
