@@ -61,7 +61,7 @@ console: build up
 # Browser tests of the console (tests/console): Playwright (playwright-core
 # and axe-core, pinned in package-lock.json, no browser download) driving
 # Debian's Chromium headless (/usr/bin/chromium, or CHROMIUM=...). About
-# 100-120 s. Screenshots go to .eventforge/console/screenshots/;
+# 110-130 s. Screenshots go to .eventforge/console/screenshots/;
 # UPDATE_SCREENSHOTS=1 also copies them to docs/img/.
 console-test: build up
 	@cd tests/console && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
