@@ -112,7 +112,20 @@ async function axeScan(page) {
 function demoProcesses() {
   const id = info.database.replace('console_', '');
   return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n')
-    .filter((l) => l.includes(id) && !l.includes('ps -eo'));
+    .filter((l) => l.trim() && !l.includes('ps -eo'))
+    .map((l) => `${l} ${pgURLOf(Number(l.trim().split(/\s+/)[0]))}`)
+    .filter((l) => l.includes(id));
+}
+
+// pgURLOf is the PostgreSQL URL a process got in its environment (the demo
+// passes it there, never in the arguments), or ''.
+function pgURLOf(pid) {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    return (env.find((kv) => kv.startsWith('EVENTFORGE_PG_URL=')) || '').slice('EVENTFORGE_PG_URL='.length);
+  } catch {
+    return '';
+  }
 }
 
 
