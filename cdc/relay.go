@@ -344,7 +344,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	})
 	wctx, stopWatch := context.WithCancel(sctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); r.watchKafka(wctx, ps.client) }()
+	go func() { defer close(watched); r.watchKafka(wctx) }()
 	err := g.Wait()
 	stopWatch()
 	<-watched

@@ -183,7 +183,13 @@ func positive[T int | time.Duration](field string, v T) error {
 	return nil
 }
 
-// consumerConfig is the sarama configuration of the consumer group.
+// consumerRetryBackoff is the pause before a partition whose fetch failed
+// looks for its leader again.
+const consumerRetryBackoff = 500 * time.Millisecond
+
+// consumerConfig is the sarama configuration of the consumer group. Its
+// network timeouts are Config.Kafka.Timeouts: a fetch, a heartbeat or a
+// join waits on a broker at most the request timeout (docs/operations.md#kafka-timeouts).
 func (c Config) consumerConfig() *sarama.Config {
 	sc := c.Kafka.Base()
 	// A worker never creates the topics it reads: the relay owns them, and
@@ -204,6 +210,10 @@ func (c Config) consumerConfig() *sarama.Config {
 	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
 	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
+	// A fetch that failed (a frozen leader's connection timed out) looks
+	// for the partition's leader again after this pause, not sarama's 2 s:
+	// the new leader is read as soon as Kafka has elected it.
+	sc.Consumer.Retry.Backoff = consumerRetryBackoff
 	sc.ChannelBufferSize = max(256, c.BatchSize)
 	return sc
 }
