@@ -16,8 +16,8 @@ func TestProducerConfigTimeouts(t *testing.T) {
 		request, produce, dial time.Duration
 		wantRequest, wantProd  time.Duration
 	}{
-		{name: "defaults", wantRequest: 5 * time.Second, wantProd: 3 * time.Second},
-		{name: "defaults exactly-once", eos: true, wantRequest: 5 * time.Second, wantProd: 3 * time.Second},
+		{name: "defaults", wantRequest: 3 * time.Second, wantProd: 2 * time.Second},
+		{name: "defaults exactly-once", eos: true, wantRequest: 3 * time.Second, wantProd: 2 * time.Second},
 		{name: "set", request: 9 * time.Second, produce: 7 * time.Second, wantRequest: 9 * time.Second, wantProd: 7 * time.Second},
 	} {
 		c := validConfig()
@@ -40,7 +40,7 @@ func TestProducerConfigTimeouts(t *testing.T) {
 		}
 	}
 	c := validConfig()
-	c.Kafka.Timeouts.Produce = 6 * time.Second // the default request timeout is 5 s
+	c.Kafka.Timeouts.Produce = 4 * time.Second // the default request timeout is 3 s
 	if err := c.Validate(); err == nil {
 		t.Fatal("a produce timeout above the request timeout must be refused")
 	}

@@ -61,7 +61,6 @@ func (r *Relay) probeConfig() *sarama.Config {
 	sc := r.cfg.Kafka.Base()
 	sc.ClientID += "-probe"
 	sc.Metadata.AllowAutoTopicCreation = false
-	sc.Metadata.Full = false // the brokers are all it needs
 	return sc
 }
 
@@ -96,6 +95,9 @@ func (p *kafkaProbe) probe() error {
 		b := brokers[i]
 		_ = b.Open(client.Config()) // ErrAlreadyConnected when open
 		if _, err := b.ApiVersions(&sarama.ApiVersionsRequest{}); err != nil {
+			// sarama keeps failing a connection that timed out; the
+			// next probe dials again.
+			_ = b.Close()
 			return fmt.Errorf("broker %s: %w", b.Addr(), err)
 		}
 		return nil

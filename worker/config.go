@@ -187,11 +187,21 @@ func positive[T int | time.Duration](field string, v T) error {
 // looks for its leader again.
 const consumerRetryBackoff = 500 * time.Millisecond
 
+// minGroupRequestTimeout is the least request timeout of the consumer
+// group's connections. The group coordinator holds a join's response while
+// the group forms: group.initial.rebalance.delay.ms (3 s by default) for a
+// group with no member yet, which is every worker deployment's start. sarama
+// has one read timeout for every request, so a shorter one would time the
+// join out and retry it without end.
+const minGroupRequestTimeout = 5 * time.Second
+
 // consumerConfig is the sarama configuration of the consumer group. Its
-// network timeouts are Config.Kafka.Timeouts: a fetch, a heartbeat or a
-// join waits on a broker at most the request timeout (docs/operations.md#kafka-timeouts).
+// network timeouts are Config.Kafka.Timeouts, the read timeout at least
+// minGroupRequestTimeout: a fetch, a heartbeat or a join waits on a broker
+// at most that long (docs/operations.md#kafka-timeouts).
 func (c Config) consumerConfig() *sarama.Config {
 	sc := c.Kafka.Base()
+	sc.Net.ReadTimeout = max(sc.Net.ReadTimeout, minGroupRequestTimeout)
 	// A worker never creates the topics it reads: the relay owns them, and
 	// an auto-created topic would get the broker's default partition count.
 	sc.Metadata.AllowAutoTopicCreation = false

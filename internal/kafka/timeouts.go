@@ -14,22 +14,24 @@ import (
 // VM, a process stopped by SIGSTOP, a network that drops packets) keeps
 // them open, and only a client timeout ends the wait. The controller fences
 // a silent broker after broker.session.timeout.ms (9 s by default) and
-// elects new leaders; each request already sent to the frozen broker, and
-// each one sent before the new leaders are known, costs one
-// DefaultRequestTimeout. sarama's own 30 s read timeout held a frozen
-// leader's partitions for 30 s, three times what Kafka needs to move them.
+// elects new leaders; until the client reads them it keeps trying the
+// frozen broker, and each new connection to it costs up to three request
+// timeouts (sarama's version handshake, tried twice, then the request). At
+// 3 s a frozen leader's partitions take records again about 13 s after the
+// freeze (measured on a 3-node cluster); sarama's own 30 s read timeout held
+// them for 30 s.
 const (
 	// DefaultDialTimeout bounds opening a connection (TCP and TLS).
 	DefaultDialTimeout = 5 * time.Second
 	// DefaultRequestTimeout bounds writing a request and waiting for its
 	// response, on every connection of the client.
-	DefaultRequestTimeout = 5 * time.Second
+	DefaultRequestTimeout = 3 * time.Second
 	// DefaultProduceTimeout is how long a partition leader waits for its
 	// in-sync replicas before it answers a produce request (acks=all) with
 	// a timeout, which the producer retries. It stays below the request
 	// timeout, so a healthy leader waiting for a slow follower answers
 	// before the client gives up on the connection.
-	DefaultProduceTimeout = 3 * time.Second
+	DefaultProduceTimeout = 2 * time.Second
 	// DefaultMetadataTimeout bounds one metadata refresh, its retries
 	// included; the caller (a producer's retry, a topic lookup) tries again
 	// after it.
@@ -40,8 +42,8 @@ const (
 // its default.
 type Timeouts struct {
 	Dial     time.Duration // a new connection; default DefaultDialTimeout (5 s)
-	Request  time.Duration // a request's write and its response's read; default DefaultRequestTimeout (5 s)
-	Produce  time.Duration // the leader's wait for in-sync replicas; below Request; default DefaultProduceTimeout (3 s)
+	Request  time.Duration // a request's write and its response's read; default DefaultRequestTimeout (3 s)
+	Produce  time.Duration // the leader's wait for in-sync replicas; below Request; default DefaultProduceTimeout (2 s)
 	Metadata time.Duration // one metadata refresh, retries included; default DefaultMetadataTimeout (15 s)
 }
 

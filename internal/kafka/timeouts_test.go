@@ -20,9 +20,9 @@ func TestTimeoutsReachEveryClient(t *testing.T) {
 		t    kafka.Timeouts
 		want kafka.Timeouts
 	}{
-		{"defaults", kafka.Timeouts{}, kafka.Timeouts{Dial: 5 * time.Second, Request: 5 * time.Second, Produce: 3 * time.Second, Metadata: 15 * time.Second}},
+		{"defaults", kafka.Timeouts{}, kafka.Timeouts{Dial: 5 * time.Second, Request: 3 * time.Second, Produce: 2 * time.Second, Metadata: 15 * time.Second}},
 		{"set", set, set},
-		{"partly set", kafka.Timeouts{Request: 9 * time.Second}, kafka.Timeouts{Dial: 5 * time.Second, Request: 9 * time.Second, Produce: 3 * time.Second, Metadata: 15 * time.Second}},
+		{"partly set", kafka.Timeouts{Request: 9 * time.Second}, kafka.Timeouts{Dial: 5 * time.Second, Request: 9 * time.Second, Produce: 2 * time.Second, Metadata: 15 * time.Second}},
 	} {
 		c := kafka.Config{Brokers: brokers, Timeouts: tc.t}
 		if err := c.Validate(); err != nil {
@@ -49,8 +49,8 @@ func TestTimeoutsValidate(t *testing.T) {
 		{"zero", kafka.Timeouts{}, nil},
 		{"negative", kafka.Timeouts{Dial: -1, Metadata: -time.Second},
 			[]string{"Config.Kafka.Timeouts.Dial: -1ns: must be positive", "Config.Kafka.Timeouts.Metadata: -1s: must be positive"}},
-		{"produce not below request", kafka.Timeouts{Request: 3 * time.Second},
-			[]string{"Config.Kafka.Timeouts.Produce: 3s is not below the request timeout 3s"}},
+		{"produce not below request", kafka.Timeouts{Request: 2 * time.Second},
+			[]string{"Config.Kafka.Timeouts.Produce: 2s is not below the request timeout 2s"}},
 		{"produce below a millisecond", kafka.Timeouts{Produce: time.Microsecond}, []string{"Kafka counts it in milliseconds"}},
 	} {
 		err := kafka.Config{Brokers: []string{"h:1"}, Timeouts: tc.t}.Validate()
