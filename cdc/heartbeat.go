@@ -38,8 +38,11 @@ func (r *Relay) maintain(ctx context.Context) {
 	hb := tickerOrNil(r.cfg.HeartbeatInterval)
 	sample := time.NewTicker(r.cfg.SlotSampleInterval)
 	state := time.NewTicker(r.cfg.StateWriteInterval)
+	protect := time.NewTicker(r.cfg.FailoverCheckInterval)
 	defer sample.Stop()
 	defer state.Stop()
+	defer protect.Stop()
+	var watch protectionWatch
 	if hb != nil {
 		defer hb.Stop()
 	}
@@ -70,6 +73,20 @@ func (r *Relay) maintain(ctx context.Context) {
 			drop("slot sampling", err)
 		}
 	}
+	// The failover check runs when a session starts streaming (the slot
+	// exists then, on the server the relay reached) and every
+	// FailoverCheckInterval while streaming.
+	protectNow := func() {
+		if r.State() != stateStreaming {
+			return
+		}
+		if c := get(); c != nil {
+			err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.checkProtection(ctx, c, &watch) })
+			if err != nil {
+				drop("failover check", err)
+			}
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,6 +106,10 @@ func (r *Relay) maintain(ctx context.Context) {
 					drop("slot sampling", err)
 				}
 			}
+		case <-protect.C:
+			protectNow()
+		case <-r.checkNow:
+			protectNow()
 		case <-state.C:
 			if pglogrepl.LSN(r.confirmed.Load()) <= written {
 				continue

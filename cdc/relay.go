@@ -32,6 +32,7 @@ type Relay struct {
 	catalog *outbox.Catalog // the mapping as checked at the session's start
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
+	checkNow  chan struct{} // asks for a failover check (a session started streaming)
 
 	mu       sync.Mutex
 	state    string // connecting, streaming, standby, reconnecting
@@ -64,7 +65,8 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready Readines
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting}
+	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), state: stateConnecting,
+		checkNow: make(chan struct{}, 1)}
 	r.limits.log = r.log
 	if ready != nil {
 		ready.Add("cdc", r.ready)
@@ -257,6 +259,10 @@ func (r *Relay) session(ctx context.Context) error {
 	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
 	unlockSlot(ctx, db, r.cfg.Slot) // the active slot keeps other relays standing by
 	r.setState(stateStreaming, nil)
+	select {
+	case r.checkNow <- struct{}{}:
+	default: // one is pending
+	}
 	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
 	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)
 }

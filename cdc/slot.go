@@ -110,6 +110,7 @@ type slotState struct {
 	confirmed pglogrepl.LSN // zero when NULL
 	walStatus string
 	activePID int32 // zero when inactive
+	failover  bool  // a PostgreSQL 17 failover slot
 }
 
 // readSlot reads the slot through internal/slots, the one home of the
@@ -123,7 +124,7 @@ func readSlot(ctx context.Context, conn *pgx.Conn, slot string) (slotState, erro
 		return slotState{}, err
 	}
 	s := slotState{exists: true, plugin: got.Plugin, slotType: got.Type, database: got.Database,
-		walStatus: got.WALStatus, activePID: got.ActivePID}
+		walStatus: got.WALStatus, activePID: got.ActivePID, failover: got.Failover}
 	if got.ConfirmedFlushLSN != "" {
 		if s.confirmed, err = pglogrepl.ParseLSN(got.ConfirmedFlushLSN); err != nil {
 			return s, fmt.Errorf("parse confirmed_flush_lsn of slot %s: %w", slot, err)
@@ -171,6 +172,14 @@ func recovery(slot string, since time.Time) string {
 // from: its confirmed_flush_lsn, or a new slot's consistent point.
 func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
+	version, err := serverVersion(ctx, sqlConn)
+	if err != nil {
+		return 0, err
+	}
+	failover, err := wantFailover(r.cfg.SlotFailover, version)
+	if err != nil {
+		return 0, err
+	}
 	s, err := readSlot(ctx, sqlConn, slot)
 	if err != nil {
 		return 0, err
@@ -185,14 +194,14 @@ func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn
 		}
 	}
 	if st.exists && st.confirmed == backfillPending.String() {
-		return r.redoBackfill(ctx, sqlConn, repl, s)
+		return r.redoBackfill(ctx, sqlConn, repl, s, failover)
 	}
 	if !s.exists {
 		if st.exists {
 			return 0, fatalf(ErrSlotMissing, "replication slot %s is missing although this relay confirmed %s on it (last at %s); it is not recreated silently because events after that point would be skipped; %s",
 				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.updatedAt))
 		}
-		return r.createSlot(ctx, sqlConn, repl)
+		return r.createSlot(ctx, sqlConn, repl, failover)
 	}
 	if s.walStatus == "lost" || s.confirmed == 0 {
 		since := st.updatedAt
@@ -204,6 +213,11 @@ func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn
 	}
 	if _, asked := r.cfg.backfillRange(); asked {
 		r.log.Info("the slot exists: the backfill applies only when the relay creates the slot", "confirmed", s.confirmed)
+	}
+	if failover && !s.failover {
+		if err := r.convertSlot(ctx, repl); err != nil {
+			return 0, err
+		}
 	}
 	return s.confirmed, nil
 }

@@ -70,6 +70,8 @@ func relayFlagNames() map[string]string {
 		"Config.ExactlyOnce":            "--exactly-once",
 		"Config.PositionTopic":          "--position-topic",
 		"Config.TxnInterval":            "--txn-interval",
+		"Config.SlotFailover":           "--slot-failover",
+		"Config.StandbyURL":             "--standby-url",
 	})
 }
 
