@@ -32,6 +32,7 @@ type Relay struct {
 	catalog *outbox.Catalog // the mapping as checked at the session's start
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
+	pos       serverPos     // the server of confirmed
 	checkNow  chan struct{} // asks for a failover check (a session started streaming)
 
 	mu       sync.Mutex
@@ -133,7 +134,7 @@ func (r *Relay) Run(ctx context.Context) error {
 
 func (r *Relay) loop(ctx context.Context) error {
 	failures := 0
-	standbyLogged := false
+	said := "" // the waiting line last logged
 	for {
 		r.m.sessions.Inc()
 		began := time.Now()
@@ -143,28 +144,32 @@ func (r *Relay) loop(ctx context.Context) error {
 			return nil
 		}
 		var fe *FatalError
-		var sb *standbyError
-		switch {
-		case errors.As(err, &fe):
+		if errors.As(err, &fe) {
 			r.setState(stateReconnecting, err)
 			r.log.Error("relay stopped", "err", err)
 			return err
-		case errors.As(err, &sb):
-			if !standbyLogged {
-				r.log.Info(fmt.Sprintf("slot %s is active for PID %d; waiting as standby", r.cfg.Slot, sb.pid))
-				standbyLogged = true
+		}
+		if state, line, retry, ok := r.waiting(err); ok {
+			if line != said {
+				r.log.Info(line)
+				said = line
 			}
-			r.setState(stateStandby, nil)
+			why := err
+			if state == stateStandby {
+				why = nil // a healthy standby
+			}
+			r.setState(state, why)
 			failures = 0
-			if !sleep(ctx, r.cfg.StandbyRetry) {
+			if !sleep(ctx, retry) {
 				return nil
 			}
 			continue
-		case errors.Is(err, errLimitLowered):
+		}
+		if errors.Is(err, errLimitLowered) {
 			r.log.Info("restarting session with a lower record limit", "max_message_bytes", r.limits.current())
 			continue
 		}
-		standbyLogged = false
+		said = ""
 		if time.Since(began) > time.Minute {
 			failures = 0
 		}
@@ -177,6 +182,22 @@ func (r *Relay) loop(ctx context.Context) error {
 		}
 		failures++
 	}
+}
+
+// waiting tells whether a session ended to wait rather than failed: another
+// relay streams from the slot (standby), or the server is in recovery (a
+// standby server, or one being promoted). Neither counts as a session
+// error; ok is false for anything else.
+func (r *Relay) waiting(err error) (state, line string, retry time.Duration, ok bool) {
+	var sb *standbyError
+	var rec *recoveryError
+	switch {
+	case errors.As(err, &sb):
+		return stateStandby, fmt.Sprintf("slot %s is active for PID %d; waiting as standby", r.cfg.Slot, sb.pid), r.cfg.StandbyRetry, true
+	case errors.As(err, &rec):
+		return stateConnecting, err.Error() + "; trying again every second", recoveryRetry, true
+	}
+	return "", "", 0, false
 }
 
 func sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }
@@ -194,10 +215,13 @@ func (r *Relay) session(ctx context.Context) error {
 	db, err := connectSQL(cctx, r.cfg.PGURL)
 	cancel()
 	if err != nil {
-		return err
+		return noPrimary(err)
 	}
 	defer closeConn(ctx, db.Close)
 	if err := checkWalLevel(ctx, db); err != nil {
+		return err
+	}
+	if err := checkPrimary(ctx, db); err != nil {
 		return err
 	}
 	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
@@ -231,17 +255,22 @@ func (r *Relay) session(ctx context.Context) error {
 	repl, err := connectReplication(cctx, r.cfg.PGURL)
 	cancel()
 	if err != nil {
-		return err
+		return noPrimary(err)
 	}
 	defer closeConn(ctx, repl.Close)
 	sys, err := pglogrepl.IdentifySystem(ctx, repl)
 	if err != nil {
 		return fmt.Errorf("identify system: %w", err)
 	}
+	server, err := serverIdentity(ctx, db)
+	if err != nil {
+		return err
+	}
 	start, err := r.prepareSlot(ctx, db, repl)
 	if err != nil {
 		return err
 	}
+	r.beginPosition(start, server)
 	rejected, err := loadRejected(ctx, db, start)
 	if err != nil {
 		return err

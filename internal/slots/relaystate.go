@@ -67,10 +67,15 @@ func ReadRelayRecord(ctx context.Context, q Querier, slot string) (rec RelayReco
 }
 
 // WriteRelayState records lsn (a pg_lsn's text) as the position the relay
-// confirmed on slot; it never moves the row backwards.
+// confirmed on slot; it never moves the row backwards, and updated_at is
+// when the row's position was confirmed: a lower position (a relay resuming
+// on a promoted standby, whose synced slot is behind the row the old
+// primary replicated) leaves both alone, so the recovery a missing slot
+// proposes starts early enough.
 func WriteRelayState(ctx context.Context, q Querier, slot, lsn string) error {
 	_, err := q.Exec(ctx, `INSERT INTO relay_state (slot_name, confirmed_lsn, updated_at) VALUES ($1, $2::pg_lsn, now())
-		ON CONFLICT (slot_name) DO UPDATE SET confirmed_lsn = GREATEST(relay_state.confirmed_lsn, EXCLUDED.confirmed_lsn), updated_at = now()`,
+		ON CONFLICT (slot_name) DO UPDATE SET confirmed_lsn = EXCLUDED.confirmed_lsn, updated_at = now()
+		WHERE EXCLUDED.confirmed_lsn > relay_state.confirmed_lsn`,
 		slot, lsn)
 	if err != nil {
 		return fmt.Errorf("write relay_state: %w", err)
