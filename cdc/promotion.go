@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/eventforge/eventforge/internal/slots"
 )
 
 // recoveryRetry is how often a relay that reached a server in recovery (a
@@ -87,8 +89,9 @@ func (r *Relay) beginPosition(start pglogrepl.LSN, server string) {
 // written is what relay_state holds from this relay: the position and the
 // server it was written to.
 type written struct {
-	lsn    pglogrepl.LSN
-	server string
+	lsn     pglogrepl.LSN
+	server  string
+	samples samples // of server: the margins of the positions to come
 }
 
 // writeState records the session's confirmed position in relay_state when
@@ -97,7 +100,7 @@ type written struct {
 func (r *Relay) writeState(ctx context.Context, conn *pgx.Conn, w *written) error {
 	server := r.pos.server.Load()
 	lsn := pglogrepl.LSN(r.confirmed.Load())
-	if server == nil || (w.server == *server && lsn <= w.lsn) {
+	if server == nil {
 		return nil
 	}
 	on, err := serverIdentity(ctx, conn)
@@ -110,9 +113,24 @@ func (r *Relay) writeState(ctx context.Context, conn *pgx.Conn, w *written) erro
 		r.log.Debug("relay_state not written: the maintenance connection reached another server than the stream", "on", on, "stream", *server)
 		return nil
 	}
-	if err := writeState(ctx, conn, r.cfg.Slot, lsn); err != nil {
+	if w.server != on {
+		*w = written{server: on}
+	}
+	if s, ok, err := sampleTxns(ctx, conn); err != nil {
+		return err
+	} else if ok {
+		w.samples = w.samples.add(s)
+	}
+	var since *time.Time
+	if ss, t, ok := w.samples.since(lsn); ok {
+		w.samples, since = ss, &t
+	}
+	if lsn <= w.lsn {
+		return nil // sampled only
+	}
+	if err := slots.WriteRelayStateSince(ctx, conn, r.cfg.Slot, lsn.String(), since); err != nil {
 		return err
 	}
-	*w = written{lsn: lsn, server: on}
+	w.lsn = lsn
 	return nil
 }

@@ -142,14 +142,15 @@ func deref(p *string) string {
 
 // stateRow is this database's memory of having streamed from a slot.
 type stateRow struct {
-	exists    bool
-	confirmed string
-	updatedAt time.Time
+	exists      bool
+	confirmed   string
+	updatedAt   time.Time
+	recoverFrom time.Time // where a recovery republishes from (slots.RelayRecord.RecoverFrom)
 }
 
 func readState(ctx context.Context, conn *pgx.Conn, slot string) (stateRow, error) {
 	rec, ok, err := slots.ReadRelayRecord(ctx, conn, slot)
-	return stateRow{exists: ok, confirmed: rec.ConfirmedLSN, updatedAt: rec.UpdatedAt}, err
+	return stateRow{exists: ok, confirmed: rec.ConfirmedLSN, updatedAt: rec.UpdatedAt, recoverFrom: rec.RecoverFrom()}, err
 }
 
 // writeState records a confirmed position; it never moves the row backwards.
@@ -160,11 +161,13 @@ func writeState(ctx context.Context, conn *pgx.Conn, slot string, lsn pglogrepl.
 // recovery is the operator's way out of a slot that cannot be used: a new
 // slot whose snapshot backfill covers everything since the last
 // confirmation, published before the new slot's stream, so each key keeps
-// its order. An hour of margin, since rows carry their transaction's start
-// time: duplicates are harmless, gaps are not.
+// its order. since is relay_state's recover_since (the start of the oldest
+// transaction open before the last confirmed commit), or an hour before the
+// last confirmation when the relay could not measure it: rows carry their
+// transaction's start time, duplicates are harmless, gaps are not.
 func recovery(slot string, since time.Time) string {
 	return fmt.Sprintf("recover: eventforge slot drop --slot %s --yes (drops the slot and its relay_state row), then eventforge cdc run --backfill-since %s (creates a new slot and publishes the rows since then from its snapshot before streaming; event IDs are unchanged, so consumers dedupe)",
-		slot, since.Add(-time.Hour).UTC().Format(time.RFC3339))
+		slot, since.UTC().Format(time.RFC3339)) // whole seconds, rounded down
 }
 
 // prepareSlot checks the slot (creating it on first use, with the backfill
@@ -199,14 +202,14 @@ func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn
 	if !s.exists {
 		if st.exists {
 			return 0, fatalf(ErrSlotMissing, "replication slot %s is missing although this relay confirmed %s on it (last at %s); it is not recreated silently because events after that point would be skipped; %s",
-				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.updatedAt))
+				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.recoverFrom))
 		}
 		return r.createSlot(ctx, sqlConn, repl, failover)
 	}
 	if s.walStatus == "lost" || s.confirmed == 0 {
-		since := st.updatedAt
+		since := st.recoverFrom
 		if !st.exists {
-			since = time.Now()
+			since = time.Now().Add(-slots.RecoveryMargin)
 		}
 		return 0, fatalf(ErrSlotLost, "replication slot %s can no longer stream (wal_status %q: the server removed WAL it needed, see max_slot_wal_keep_size); %s",
 			slot, s.walStatus, recovery(slot, since))

@@ -276,9 +276,11 @@ func writeDropped(w io.Writer, name string, d slots.Dropped) error {
 	since := "TIME (safely before the old slot's last confirmation)"
 	if r := d.Record; r != nil {
 		fmt.Fprintf(w, "deleted its relay_state row (the relay confirmed %s at %s)\n", r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
-		// An hour of margin: a transaction's rows carry its start time, and
-		// the relay may have lagged; duplicates are harmless, gaps are not.
-		since = r.UpdatedAt.Add(-time.Hour).UTC().Format(time.RFC3339)
+		// The relay's recover_since (the oldest transaction open before the
+		// last confirmed commit), else an hour before the confirmation: a
+		// transaction's rows carry its start time; duplicates are harmless,
+		// gaps are not.
+		since = r.RecoverFrom().UTC().Format(time.RFC3339)
 	}
 	_, err := fmt.Fprintf(w, "next: eventforge cdc run --backfill-since %s (it creates a new slot and publishes the rows since then from its snapshot before streaming)\n", since)
 	return err

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProtectionProblems(t *testing.T) {
@@ -47,5 +48,16 @@ func TestParseSlotList(t *testing.T) {
 		if got := ParseSlotList(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("ParseSlotList(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRecoverFrom(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	since := at.Add(-3 * time.Second)
+	if got := (RelayRecord{UpdatedAt: at, RecoverSince: &since}).RecoverFrom(); !got.Equal(since) {
+		t.Errorf("with recover_since: %s, want %s", got, since)
+	}
+	if got := (RelayRecord{UpdatedAt: at}).RecoverFrom(); !got.Equal(at.Add(-time.Hour)) {
+		t.Errorf("without recover_since: %s, want an hour before %s", got, at)
 	}
 }
