@@ -31,28 +31,9 @@ func TestKafkaTimeoutFlags(t *testing.T) {
 		{name: "negative", args: []string{"--kafka-dial-timeout", "-1s"}, wantErr: "--kafka-dial-timeout: -1s: must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, kv := range tc.env {
-				k, v, _ := strings.Cut(kv, "=")
-				t.Setenv(k, v)
-			}
-			var f kafkaFlags
-			cmd := &cobra.Command{Use: "probe"}
-			f.register(cmd)
-			if err := cmd.ParseFlags(append([]string{"--kafka-brokers", "127.0.0.1:9093"}, tc.args...)); err != nil {
-				t.Fatal(err)
-			}
-			if err := applyEnv(cmd); err != nil {
-				t.Fatal(err)
-			}
-			kc, err := f.config("probe")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			kc, ok := parseKafkaFlags(t, tc.args, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if kc.Timeouts != tc.want {
 				t.Fatalf("timeouts %+v, want %+v", kc.Timeouts, tc.want)
@@ -62,4 +43,35 @@ func TestKafkaTimeoutFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseKafkaFlags parses args (after --kafka-brokers) with env set, as a
+// command sharing kafkaFlags does. With wantErr it checks the error and
+// returns false; otherwise the configuration and true.
+func parseKafkaFlags(t *testing.T, args, env []string, wantErr string) (kafka.Config, bool) {
+	t.Helper()
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	var f kafkaFlags
+	cmd := &cobra.Command{Use: "probe"}
+	f.register(cmd)
+	if err := cmd.ParseFlags(append([]string{"--kafka-brokers", "127.0.0.1:9093"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(cmd); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := f.config("probe")
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want %q", err, wantErr)
+		}
+		return kc, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc, true
 }
