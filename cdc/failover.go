@@ -65,6 +65,16 @@ func wantFailover(mode string, version int) (bool, error) {
 	return false, nil
 }
 
+// failoverFor decides whether the slot must be a failover slot on the
+// server conn reached.
+func (r *Relay) failoverFor(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	version, err := serverVersion(ctx, conn)
+	if err != nil {
+		return false, err
+	}
+	return wantFailover(r.cfg.SlotFailover, version)
+}
+
 // serverVersion is the server's server_version_num.
 func serverVersion(ctx context.Context, conn *pgx.Conn) (int, error) {
 	var v int
@@ -104,6 +114,35 @@ func (r *Relay) convertSlot(ctx context.Context, repl *pgconn.PgConn) error {
 // says each change once.
 type protectionWatch struct {
 	said string
+}
+
+// protectionGuard schedules the failover check: when a session starts
+// streaming (the slot exists then, on the server the relay reached) and
+// every FailoverCheckInterval while streaming, at the pace of the slot
+// sampling.
+type protectionGuard struct {
+	watch protectionWatch
+	last  time.Time
+}
+
+// sampleAndGuard samples the slot, then runs the failover check when it is
+// due.
+func (r *Relay) sampleAndGuard(ctx context.Context, conn *pgx.Conn, g *protectionGuard) error {
+	if err := r.sampleSlot(ctx, conn); err != nil {
+		return err
+	}
+	if r.State() != stateStreaming {
+		return nil
+	}
+	select {
+	case <-r.checkNow: // a session started streaming
+	default:
+		if time.Since(g.last) < r.cfg.FailoverCheckInterval {
+			return nil
+		}
+	}
+	g.last = time.Now()
+	return r.checkProtection(ctx, conn, &g.watch)
 }
 
 // checkProtection reads whether the slot would survive a promotion, sets

@@ -38,11 +38,9 @@ func (r *Relay) maintain(ctx context.Context) {
 	hb := tickerOrNil(r.cfg.HeartbeatInterval)
 	sample := time.NewTicker(r.cfg.SlotSampleInterval)
 	state := time.NewTicker(r.cfg.StateWriteInterval)
-	protect := time.NewTicker(r.cfg.FailoverCheckInterval)
 	defer sample.Stop()
 	defer state.Stop()
-	defer protect.Stop()
-	var watch protectionWatch
+	var guard protectionGuard
 	if hb != nil {
 		defer hb.Stop()
 	}
@@ -73,20 +71,6 @@ func (r *Relay) maintain(ctx context.Context) {
 			drop("slot sampling", err)
 		}
 	}
-	// The failover check runs when a session starts streaming (the slot
-	// exists then, on the server the relay reached) and every
-	// FailoverCheckInterval while streaming.
-	protectNow := func() {
-		if r.State() != stateStreaming {
-			return
-		}
-		if c := get(); c != nil {
-			err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.checkProtection(ctx, c, &watch) })
-			if err != nil {
-				drop("failover check", err)
-			}
-		}
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,14 +86,11 @@ func (r *Relay) maintain(ctx context.Context) {
 			}
 		case <-sample.C:
 			if c := get(); c != nil {
-				if err := r.bounded(ctx, c, r.sampleSlot); err != nil {
+				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.sampleAndGuard(ctx, c, &guard) })
+				if err != nil {
 					drop("slot sampling", err)
 				}
 			}
-		case <-protect.C:
-			protectNow()
-		case <-r.checkNow:
-			protectNow()
 		case <-state.C:
 			if c := get(); c != nil {
 				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.writeState(ctx, c, &done) })

@@ -77,13 +77,40 @@ type serverPos struct {
 	server atomic.Pointer[string] // nil between sessions
 }
 
-// beginPosition starts a session's positions at start, on server: what an
-// earlier session confirmed (on another server, another timeline) is never
-// written as this server's.
-func (r *Relay) beginPosition(start pglogrepl.LSN, server string) {
+// beginPosition starts a session's positions at start, on the server conn
+// reached: what an earlier session confirmed (on another server, another
+// timeline) is never written as this server's.
+func (r *Relay) beginPosition(ctx context.Context, conn *pgx.Conn, start pglogrepl.LSN) error {
+	server, err := serverIdentity(ctx, conn)
+	if err != nil {
+		return err
+	}
 	r.pos.server.Store(nil)
 	r.confirmed.Store(uint64(start))
 	r.pos.server.Store(&server)
+	return nil
+}
+
+// checkServer refuses a server that cannot serve the slot: one without
+// logical WAL or without the publication (fatal), or in recovery (waited
+// for).
+func checkServer(ctx context.Context, conn *pgx.Conn, publication string) error {
+	if err := checkWalLevel(ctx, conn); err != nil {
+		return err
+	}
+	if err := checkPrimary(ctx, conn); err != nil {
+		return err
+	}
+	return checkPublication(ctx, conn, publication)
+}
+
+// askFailoverCheck asks the maintenance loop for a failover check at its
+// next slot sampling (one request pending at most).
+func (r *Relay) askFailoverCheck() {
+	select {
+	case r.checkNow <- struct{}{}:
+	default:
+	}
 }
 
 // written is what relay_state holds from this relay: the position and the

@@ -218,13 +218,7 @@ func (r *Relay) session(ctx context.Context) error {
 		return noPrimary(err)
 	}
 	defer closeConn(ctx, db.Close)
-	if err := checkWalLevel(ctx, db); err != nil {
-		return err
-	}
-	if err := checkPrimary(ctx, db); err != nil {
-		return err
-	}
-	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
+	if err := checkServer(ctx, db, r.cfg.Publication); err != nil {
 		return err
 	}
 	schema, table, _ := r.cfg.outboxTable()
@@ -262,15 +256,13 @@ func (r *Relay) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("identify system: %w", err)
 	}
-	server, err := serverIdentity(ctx, db)
-	if err != nil {
-		return err
-	}
 	start, err := r.prepareSlot(ctx, db, repl)
 	if err != nil {
 		return err
 	}
-	r.beginPosition(start, server)
+	if err := r.beginPosition(ctx, db, start); err != nil {
+		return err
+	}
 	rejected, err := loadRejected(ctx, db, start)
 	if err != nil {
 		return err
@@ -288,10 +280,7 @@ func (r *Relay) session(ctx context.Context) error {
 	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
 	unlockSlot(ctx, db, r.cfg.Slot) // the active slot keeps other relays standing by
 	r.setState(stateStreaming, nil)
-	select {
-	case r.checkNow <- struct{}{}:
-	default: // one is pending
-	}
+	r.askFailoverCheck()
 	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
 	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)
 }

@@ -175,11 +175,7 @@ func recovery(slot string, since time.Time) string {
 // from: its confirmed_flush_lsn, or a new slot's consistent point.
 func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
-	version, err := serverVersion(ctx, sqlConn)
-	if err != nil {
-		return 0, err
-	}
-	failover, err := wantFailover(r.cfg.SlotFailover, version)
+	failover, err := r.failoverFor(ctx, sqlConn)
 	if err != nil {
 		return 0, err
 	}
@@ -206,13 +202,20 @@ func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn
 		}
 		return r.createSlot(ctx, sqlConn, repl, failover)
 	}
+	return r.resumeSlot(ctx, repl, s, st, failover)
+}
+
+// resumeSlot checks an existing slot that no backfill is pending on and
+// returns its confirmed position, making it a failover slot first when
+// failover asks for one.
+func (r *Relay) resumeSlot(ctx context.Context, repl *pgconn.PgConn, s slotState, st stateRow, failover bool) (pglogrepl.LSN, error) {
 	if s.walStatus == "lost" || s.confirmed == 0 {
 		since := st.recoverFrom
 		if !st.exists {
 			since = time.Now().Add(-slots.RecoveryMargin)
 		}
 		return 0, fatalf(ErrSlotLost, "replication slot %s can no longer stream (wal_status %q: the server removed WAL it needed, see max_slot_wal_keep_size); %s",
-			slot, s.walStatus, recovery(slot, since))
+			r.cfg.Slot, s.walStatus, recovery(r.cfg.Slot, since))
 	}
 	if _, asked := r.cfg.backfillRange(); asked {
 		r.log.Info("the slot exists: the backfill applies only when the relay creates the slot", "confirmed", s.confirmed)
