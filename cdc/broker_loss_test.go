@@ -35,12 +35,13 @@ func TestLostLeaderHoldsNoPartition(t *testing.T) {
 		{"killed", kc.Kill, func(testing.TB, int) {}},
 	} {
 		t.Run(loss.name, func(t *testing.T) {
-			lostLeader(t, env, kc.Brokers(), loss.lose, loss.back)
+			lostLeader(t, env, kc, loss.lose, loss.back)
 		})
 	}
 }
 
-func lostLeader(t *testing.T, env *testenv.Env, brokers []string, lose, back func(t testing.TB, id int)) {
+func lostLeader(t *testing.T, env *testenv.Env, kc *testenv.KafkaCluster, lose, back func(t testing.TB, id int)) {
+	brokers := kc.Brokers()
 	url := env.NewDatabase(t)
 	db := connect(t, url)
 	cfg := testConfig(t, url, brokers)
@@ -63,7 +64,7 @@ func lostLeader(t *testing.T, env *testenv.Env, brokers []string, lose, back fun
 	col := consume(t, brokers, topic)
 	waitDistinct(t, col, w.committed, 60*time.Second)
 
-	leader := busiestLeader(t, admin, topic)
+	leader := kc.BusiestLeader(t, topic)
 	lose(t, leader)
 	lost := time.Now()
 	after := map[uuid.UUID]bool{} // committed after the loss
@@ -111,22 +112,4 @@ func clusterAdmin(t testing.TB, brokers []string) sarama.ClusterAdmin {
 	}
 	t.Cleanup(func() { _ = admin.Close() })
 	return admin
-}
-
-// busiestLeader is the id of the broker leading most partitions of topic.
-func busiestLeader(t testing.TB, admin sarama.ClusterAdmin, topic string) int {
-	t.Helper()
-	md, err := admin.DescribeTopics([]string{topic})
-	if err != nil || len(md) != 1 {
-		t.Fatalf("describe %s: %v %v", topic, md, err)
-	}
-	led := map[int32]int{}
-	best := int32(-1)
-	for _, p := range md[0].Partitions {
-		led[p.Leader]++
-		if best < 0 || led[p.Leader] > led[best] {
-			best = p.Leader
-		}
-	}
-	return int(best)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
@@ -38,14 +37,8 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 	}
 	env := testenv.Shared(t)
 	kc := testenv.StartKafkaCluster(t, 3)
-	f := &fixture{env: env, dbURL: env.NewDatabase(t), brokers: kc.Brokers(),
-		topic: testenv.UniqueName("wt"), group: testenv.UniqueName("wg")}
-	pool, err := pgxpool.New(context.Background(), f.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	f.pool = pool
+	f := fixtureOn(t, env, env.NewDatabase(t), kc.Brokers())
+	pool := f.pool
 	admin, err := sarama.NewClusterAdmin(f.brokers, kafka.Config{Brokers: f.brokers}.Base())
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +62,7 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 
 	p := newPacedProducer(t, f)
 	waitFor(t, 60*time.Second, "events applied on every partition", func() bool { return p.appliedOnAll(&mu, applied) })
-	leader := busiestLeader(t, admin, f.topic)
+	leader := kc.BusiestLeader(t, f.topic)
 	kc.Freeze(t, leader)
 	frozen := time.Now()
 	time.Sleep(frozenLeaderBound + 5*time.Second)
@@ -193,22 +186,4 @@ func (p *pacedProducer) appliedOnAll(mu *sync.Mutex, applied map[string]time.Tim
 		}
 	}
 	return len(seen) == 6
-}
-
-// busiestLeader is the id of the broker leading most partitions of topic.
-func busiestLeader(t testing.TB, admin sarama.ClusterAdmin, topic string) int {
-	t.Helper()
-	md, err := admin.DescribeTopics([]string{topic})
-	if err != nil || len(md) != 1 {
-		t.Fatalf("describe %s: %v %v", topic, md, err)
-	}
-	led := map[int32]int{}
-	best := int32(-1)
-	for _, p := range md[0].Partitions {
-		led[p.Leader]++
-		if best < 0 || led[p.Leader] > led[best] {
-			best = p.Leader
-		}
-	}
-	return int(best)
 }

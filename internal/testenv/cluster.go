@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/IBM/sarama"
+
 	"github.com/eventforge/eventforge/internal/kafka"
 )
 
@@ -92,4 +94,28 @@ func (c *KafkaCluster) signal(id int, sig syscall.Signal) error {
 		return fmt.Errorf("node %d (pid %d): %s: %w", id, pid, sig, err)
 	}
 	return nil
+}
+
+// BusiestLeader is the node id of the broker leading most partitions of
+// topic: the one whose loss moves most.
+func (c *KafkaCluster) BusiestLeader(t testing.TB, topic string) int {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(c.brokers, kafka.Config{Brokers: c.brokers}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	md, err := admin.DescribeTopics([]string{topic})
+	if err != nil || len(md) != 1 {
+		t.Fatalf("describe %s: %v %v", topic, md, err)
+	}
+	led := map[int32]int{}
+	best := int32(-1)
+	for _, p := range md[0].Partitions {
+		led[p.Leader]++
+		if best < 0 || led[p.Leader] > led[best] {
+			best = p.Leader
+		}
+	}
+	return int(best)
 }
