@@ -63,9 +63,11 @@ func TestLostSlotRecoveryMargin(t *testing.T) {
 	r := startRelay(t, cfg)
 	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
 	w := newWriter(t, db, 20)
+	// Spread over 3 s: the proposal is rounded down to the second and the
+	// samples are 200ms apart, so about a second of these is republished.
 	for range 10 {
 		w.txn(10, false, true)
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 	}
 	long, err := connect(t, pg.URL()).Begin(context.Background())
 	if err != nil {
