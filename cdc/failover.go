@@ -146,9 +146,9 @@ func (r *Relay) sampleAndGuard(ctx context.Context, conn *pgx.Conn, g *protectio
 }
 
 // checkProtection reads whether the slot would survive a promotion, sets
-// eventforge_slot_failover_ready and logs when the answer changes. Nothing
-// is exported when failover slots are off or the server has none: no
-// setting could make the gauge 1 there.
+// eventforge_slot_failover_ready (0 also where the server has no failover
+// slots or they are off: a promotion loses the slot there) and logs when
+// the answer changes.
 func (r *Relay) checkProtection(ctx context.Context, conn *pgx.Conn, w *protectionWatch) error {
 	var standby *pgx.Conn
 	if r.cfg.StandbyURL != "" {
@@ -168,9 +168,7 @@ func (r *Relay) checkProtection(ctx context.Context, conn *pgx.Conn, w *protecti
 	if err != nil {
 		return fmt.Errorf("failover check: %w", err)
 	}
-	if r.cfg.SlotFailover != SlotFailoverOff && p.Supported() {
-		r.m.slotGauges.ObserveProtection(p)
-	}
+	r.m.slotGauges.ObserveProtection(p)
 	r.sayProtection(p, w)
 	return nil
 }

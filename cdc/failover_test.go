@@ -11,8 +11,8 @@ import (
 
 // TestSlotFailoverOnOldServer runs against the shared server when it is
 // older than PostgreSQL 17: --slot-failover on stops the relay with a clear
-// error before it creates anything, auto creates a plain slot and exports
-// no failover gauge (nothing could make it 1).
+// error before it creates anything, auto creates a plain slot and reports
+// eventforge_slot_failover_ready 0 (a promotion would lose it).
 func TestSlotFailoverOnOldServer(t *testing.T) {
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
@@ -43,14 +43,19 @@ func TestSlotFailoverOnOldServer(t *testing.T) {
 	if err != nil || s.Failover {
 		t.Fatalf("slot %+v, %v: want a plain slot", s, err)
 	}
-	time.Sleep(time.Second) // several failover checks
-	mfs, err := r.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "eventforge_slot_failover_ready" && len(mf.GetMetric()) > 0 {
-			t.Fatalf("eventforge_slot_failover_ready exported on a server without failover slots: %v", mf.GetMetric())
+	waitFor(t, 10*time.Second, "eventforge_slot_failover_ready", func() bool {
+		mfs, err := r.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		for _, mf := range mfs {
+			if mf.GetName() == "eventforge_slot_failover_ready" && len(mf.GetMetric()) == 1 {
+				if v := mf.GetMetric()[0].GetGauge().GetValue(); v != 0 {
+					t.Fatalf("eventforge_slot_failover_ready = %v on a server without failover slots", v)
+				}
+				return true
+			}
+		}
+		return false
+	})
 }

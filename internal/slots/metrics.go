@@ -36,7 +36,7 @@ func NewGauges(reg prometheus.Registerer) (*Gauges, error) {
 		}, []string{"slot"}),
 		failover: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "eventforge_slot_failover_ready",
-			Help: "1 while the slot would survive the promotion of a standby (a PostgreSQL 17 failover slot, synchronized_standby_slots naming active physical slots, and with --standby-url a synced copy on the standby), 0 otherwise.",
+			Help: "1 while the slot would survive the promotion of a standby (a PostgreSQL 17 failover slot, synchronized_standby_slots naming active physical slots, and with --standby-url a synced copy on the standby), 0 otherwise (also before PostgreSQL 17).",
 		}, []string{"slot"}),
 	}
 	for _, c := range []prometheus.Collector{g.active, g.walStatus, g.safeWAL, g.failover} {
