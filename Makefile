@@ -16,6 +16,12 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/eventforge
 
+# PG_VERSION=16|17|18 runs the local PostgreSQL (make up, make test) on that
+# major version, its server binaries resolved from Maven Central; empty: the
+# machine's PostgreSQL 15.
+PG_VERSION ?= $(EVENTFORGE_PG_VERSION)
+export EVENTFORGE_PG_VERSION = $(PG_VERSION)
+
 up:
 	@deploy/local/up.sh
 

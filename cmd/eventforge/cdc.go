@@ -101,6 +101,8 @@ func newCDCRunCmd() *cobra.Command {
 		pprofOn           bool
 		backfill          backfillFlags
 		eos               eosFlags
+		slotFailover      string
+		standbyURL        string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -139,6 +141,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
 			cfg.ReceiveTimeout = receiveTimeout
+			cfg.SlotFailover, cfg.StandbyURL = slotFailover, standbyURL
 			eos.apply(&cfg)
 			if err := backfill.apply(&cfg); err != nil {
 				return err
@@ -178,6 +181,8 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 	fs := cmd.Flags()
 	fs.StringVar(&slot, "slot", cdc.DefaultSlot, "logical replication slot (created when missing)")
 	fs.StringVar(&publication, "publication", cdc.DefaultPublication, "publication of the outbox table (created by eventforge migrate)")
+	fs.StringVar(&slotFailover, "slot-failover", cdc.SlotFailoverAuto, "make the slot a PostgreSQL 17 failover slot, synchronised to standbys so the relay resumes on a promoted one: auto (on PostgreSQL 17 and later), on (stop on an older server) or off; an existing slot is converted before streaming")
+	fs.StringVar(&standbyURL, "standby-url", "", "a standby of the server (PostgreSQL URL): the failover check, at start and every minute, also asks whether it holds a synced copy of the slot")
 	fs.IntVar(&maxEvents, "max-in-flight-events", cdc.DefaultMaxInFlightEvents, "events produced but not yet acknowledged before the relay stops reading")
 	fs.Int64Var(&maxBytes, "max-in-flight-bytes", cdc.DefaultMaxInFlightBytes, "bytes of events produced but not yet acknowledged before the relay stops reading")
 	fs.DurationVar(&heartbeat, "heartbeat-interval", cdc.DefaultHeartbeatInterval, "interval of heartbeat messages that keep the slot moving while the outbox is quiet; 0 disables")
