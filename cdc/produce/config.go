@@ -76,28 +76,22 @@ func FromSarama(sc *sarama.Config, maxGenerationBytes int) Config {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.MaxGenerationRecords == 0 {
-		c.MaxGenerationRecords = DefaultMaxGenerationRecords
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.RetryFirst == 0 {
-		c.RetryFirst = DefaultRetryFirst
-	}
-	if c.RetryMost == 0 {
-		c.RetryMost = DefaultRetryMost
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Version == (sarama.KafkaVersion{}) {
-		c.Version = sarama.V2_8_0_0
-	}
+	orDefault(&c.MaxGenerationRecords, DefaultMaxGenerationRecords)
+	orDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	orDefault(&c.MaxAttempts, DefaultMaxAttempts)
+	orDefault(&c.RetryFirst, DefaultRetryFirst)
+	orDefault(&c.RetryMost, DefaultRetryMost)
+	orDefault(&c.Timeout, DefaultTimeout)
+	orDefault(&c.Version, sarama.V2_8_0_0)
 	return c
+}
+
+// orDefault sets *p to def when it is the zero value.
+func orDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
 }
 
 // Validate reports every invalid field.
