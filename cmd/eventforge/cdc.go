@@ -37,6 +37,7 @@ type relayFlags struct {
 	compression     string
 	maxMessageBytes int
 	mapping         mappingFlags
+	schema          writerFlags
 }
 
 func (f *relayFlags) register(cmd *cobra.Command) {
@@ -51,6 +52,7 @@ func (f *relayFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.compression, "compression", cdc.DefaultCompression, "record batch compression: none, gzip, snappy, lz4 or zstd")
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
 	f.mapping.register(cmd, true)
+	f.schema.register(cmd)
 }
 
 func (f *relayFlags) config(cmd *cobra.Command) (cdc.Config, error) {
@@ -144,6 +146,9 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 				cfg.HeartbeatInterval = -1 // 0 disables
 			}
 			reg := ops.NewRegistry()
+			if err := rf.schema.apply(cmd.Context(), &cfg, reg); err != nil {
+				return err
+			}
 			ready := &ops.Readiness{}
 			relay, err := cdc.New(cfg, log, reg, ready)
 			if err != nil {
