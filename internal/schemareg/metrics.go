@@ -40,3 +40,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// Rejected is the counter of a topic's schema rejections.
+func (r *Registry) Rejected(topic string) prometheus.Counter { return r.m.rejected.WithLabelValues(topic) }
