@@ -42,4 +42,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 // Rejected is the counter of a topic's schema rejections.
-func (r *Registry) Rejected(topic string) prometheus.Counter { return r.m.rejected.WithLabelValues(topic) }
+func (r *Registry) Rejected(topic string) prometheus.Counter {
+	return r.m.rejected.WithLabelValues(topic)
+}
