@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventforge/eventforge/cdc"
+	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/schemareg"
+	"github.com/eventforge/eventforge/worker"
 )
 
 // registryFlags reach a schema registry: `cdc run`, `outbox republish`
@@ -27,6 +29,15 @@ func (f *registryFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.cfg.CertFile, "schema-registry-cert-file", "", "PEM client certificate for the schema registry (with --schema-registry-key-file)")
 	fs.StringVar(&f.cfg.KeyFile, "schema-registry-key-file", "", "PEM private key of --schema-registry-cert-file")
 	fs.DurationVar(&f.cfg.Timeout, "schema-registry-timeout", schemareg.DefaultTimeout, "longest wait for one schema registry request; longer is an outage (the relay waits, nothing is rejected)")
+}
+
+// decoder is the worker's value decoder of --schema-registry-url, nil
+// without it.
+func (f *registryFlags) decoder(reg prometheus.Registerer) (worker.ValueDecoder, error) {
+	if f.cfg.URL == "" {
+		return nil, nil
+	}
+	return schemareg.NewDecoder(f.cfg, reg)
 }
 
 // writerFlags are a relay's: the value format and how subjects are named.
@@ -57,6 +68,9 @@ func (f *writerFlags) apply(ctx context.Context, cfg *cdc.Config, reg prometheus
 	}
 	if cfg.Mapping.ValueConverter != "" {
 		return errValueSchemaConverter
+	}
+	if cfg.Mapping.Format == outbox.FormatCloudEvents {
+		return errors.New("--value-schema does not go with --record-format cloudevents (its content-type header would say JSON)")
 	}
 	c := f.cfg
 	c.TopicPrefix = cfg.TopicPrefix

@@ -35,6 +35,7 @@ type workerRunFlags struct {
 	metricsAddr string
 	pprof       bool
 	handlers    string
+	registry    registryFlags
 	cfg         worker.Config
 }
 
@@ -79,6 +80,7 @@ Without --handlers every event is only recorded in the inbox (counted as skipped
 	fs.DurationVar(&f.cfg.ApplyTimeout, "apply-timeout", worker.DefaultApplyTimeout, "longest time one transaction may take")
 	fs.DurationVar(&f.cfg.SessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "how long the group waits for a silent member before moving its partitions")
 	fs.DurationVar(&f.cfg.CommitInterval, "commit-interval", worker.DefaultCommitInterval, "how often applied offsets are committed to Kafka")
+	f.registry.register(cmd)
 	annotateEnv(cmd)
 	return cmd
 }
@@ -101,6 +103,9 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	cfg.Logger = log
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg
+	if cfg.ValueDecoder, err = f.registry.decoder(reg); err != nil {
+		return err
+	}
 	if err := cfg.Check(); err != nil {
 		return asFlags(err, workerFlagNames())
 	}
