@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"unicode/utf8"
 
@@ -29,6 +28,7 @@ import (
 //     (Avro's JSON encoding of bytes); logical types their underlying type.
 type avroCodec struct {
 	schema avro.Schema
+	w      *avroWriter
 }
 
 func newAvroCodec(text string) (*avroCodec, error) {
@@ -36,15 +36,15 @@ func newAvroCodec(text string) (*avroCodec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse avro schema: %w", err)
 	}
-	return &avroCodec{schema: s}, nil
+	w, err := newAvroWriter(s)
+	if err != nil {
+		return nil, fmt.Errorf("avro schema defaults: %w", err)
+	}
+	return &avroCodec{schema: s, w: w}, nil
 }
 
 func (c *avroCodec) encode(dst, payload []byte) ([]byte, error) {
-	v, err := parseJSON(payload)
-	if err != nil {
-		return dst, err
-	}
-	return avroEncode(dst, c.schema, v)
+	return c.w.write(dst, payload, c.schema)
 }
 
 func (c *avroCodec) decode(dst, body []byte) ([]byte, error) {
@@ -54,221 +54,6 @@ func (c *avroCodec) decode(dst, body []byte) ([]byte, error) {
 		err = fmt.Errorf("%d bytes after the value", len(r.b)-r.i)
 	}
 	return dst, err
-}
-
-// avroEncode appends v (a value of encoding/json with UseNumber) encoded
-// under s.
-func avroEncode(dst []byte, s avro.Schema, v any) ([]byte, error) {
-	switch s := s.(type) {
-	case *avro.RefSchema:
-		return avroEncode(dst, s.Schema(), v)
-	case *avro.RecordSchema:
-		return avroRecord(dst, s, v)
-	case *avro.UnionSchema:
-		return avroUnion(dst, s, v)
-	case *avro.ArraySchema:
-		return avroArray(dst, s, v)
-	case *avro.MapSchema:
-		return avroMap(dst, s, v)
-	case *avro.EnumSchema:
-		str, ok := v.(string)
-		if !ok {
-			return dst, mismatchf("expected a symbol of enum %s, got %s", s.FullName(), jsonKind(v))
-		}
-		for i, sym := range s.Symbols() {
-			if sym == str {
-				return appendVarint(dst, int64(i)), nil
-			}
-		}
-		return dst, mismatchf("%q is not a symbol of enum %s", str, s.FullName())
-	case *avro.FixedSchema:
-		b, err := codePoints(v)
-		if err != nil {
-			return dst, err
-		}
-		if len(b) != s.Size() {
-			return dst, mismatchf("fixed %s takes %d bytes, got %d", s.FullName(), s.Size(), len(b))
-		}
-		return append(dst, b...), nil
-	case *avro.PrimitiveSchema, *avro.NullSchema:
-		return avroPrimitive(dst, s.Type(), v)
-	}
-	return dst, mismatchf("unsupported avro type %s", s.Type())
-}
-
-func avroPrimitive(dst []byte, t avro.Type, v any) ([]byte, error) {
-	switch t {
-	case avro.Null:
-		if v != nil {
-			return dst, mismatchf("expected null, got %s", jsonKind(v))
-		}
-		return dst, nil
-	case avro.Boolean:
-		b, ok := v.(bool)
-		if !ok {
-			return dst, mismatchf("expected boolean, got %s", jsonKind(v))
-		}
-		if b {
-			return append(dst, 1), nil
-		}
-		return append(dst, 0), nil
-	case avro.Int, avro.Long:
-		return avroInteger(dst, t, v)
-	case avro.Float, avro.Double:
-		n, ok := v.(json.Number)
-		if !ok {
-			return dst, mismatchf("expected %s, got %s", t, jsonKind(v))
-		}
-		f, err := strconv.ParseFloat(string(n), 64)
-		if err != nil {
-			return dst, mismatchf("%s out of the range of %s", n, t)
-		}
-		if t == avro.Float {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
-		}
-		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
-	case avro.String:
-		s, ok := v.(string)
-		if !ok {
-			return dst, mismatchf("expected string, got %s", jsonKind(v))
-		}
-		dst = appendVarint(dst, int64(len(s)))
-		return append(dst, s...), nil
-	case avro.Bytes:
-		b, err := codePoints(v)
-		if err != nil {
-			return dst, err
-		}
-		dst = appendVarint(dst, int64(len(b)))
-		return append(dst, b...), nil
-	}
-	return dst, mismatchf("unsupported avro type %s", t)
-}
-
-func avroInteger(dst []byte, t avro.Type, v any) ([]byte, error) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return dst, mismatchf("expected %s, got %s", t, jsonKind(v))
-	}
-	i, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil {
-		return dst, mismatchf("%s is not a %s (an integer in its range)", n, t)
-	}
-	if t == avro.Int && (i < math.MinInt32 || i > math.MaxInt32) {
-		return dst, mismatchf("%s is out of the range of int", n)
-	}
-	return appendVarint(dst, i), nil
-}
-
-// codePoints is Avro's JSON form of bytes: a string whose code points
-// 0-255 are the bytes.
-func codePoints(v any) ([]byte, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, mismatchf("expected bytes (a string of code points 0-255), got %s", jsonKind(v))
-	}
-	b := make([]byte, 0, len(s))
-	for _, r := range s {
-		if r > 255 {
-			return nil, mismatchf("bytes take code points 0-255, got U+%04X", r)
-		}
-		b = append(b, byte(r))
-	}
-	return b, nil
-}
-
-func avroRecord(dst []byte, s *avro.RecordSchema, v any) ([]byte, error) {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return dst, mismatchf("expected record %s (an object), got %s", s.FullName(), jsonKind(v))
-	}
-	seen := 0
-	var err error
-	for _, f := range s.Fields() {
-		fv, present := obj[f.Name()]
-		switch {
-		case present:
-			seen++
-			dst, err = avroEncode(dst, f.Type(), fv)
-		case f.HasDefault():
-			dst, err = avroDefault(dst, f)
-		default:
-			err = mismatchf("missing field without a default")
-		}
-		if err != nil {
-			return dst, within(err, "."+f.Name())
-		}
-	}
-	if seen < len(obj) {
-		return dst, unknownField(s, obj)
-	}
-	return dst, nil
-}
-
-// unknownField names the first (by name) key of obj that no field of s has.
-func unknownField(s *avro.RecordSchema, obj map[string]any) error {
-	known := make(map[string]bool, len(s.Fields()))
-	for _, f := range s.Fields() {
-		known[f.Name()] = true
-	}
-	var extra []string
-	for k := range obj {
-		if !known[k] {
-			extra = append(extra, k)
-		}
-	}
-	sort.Strings(extra)
-	return within(mismatchf("not a field of record %s", s.FullName()), "."+extra[0])
-}
-
-// avroDefault appends a field's default: of the first branch for a union.
-func avroDefault(dst []byte, f *avro.Field) ([]byte, error) {
-	t, def := f.Type(), f.Default()
-	if u, ok := t.(*avro.UnionSchema); ok {
-		dst = appendVarint(dst, 0)
-		t = u.Types()[0]
-	}
-	// The parser's Go value goes through JSON to take the form the
-	// encoder reads.
-	b, err := json.Marshal(def)
-	if err != nil {
-		return dst, fmt.Errorf("default of %s: %w", f.Name(), err)
-	}
-	if bs, ok := def.([]byte); ok {
-		b, _ = json.Marshal(string(bs))
-	}
-	v, err := parseJSON(b)
-	if err != nil {
-		return dst, err
-	}
-	return avroEncode(dst, t, v)
-}
-
-func avroUnion(dst []byte, s *avro.UnionSchema, v any) ([]byte, error) {
-	types := s.Types()
-	if obj, ok := v.(map[string]any); ok && len(obj) == 1 {
-		for k, inner := range obj {
-			if i := branchNamed(types, k); i >= 0 {
-				dst = appendVarint(dst, int64(i))
-				return avroEncode(dst, types[i], inner)
-			}
-		}
-	}
-	mark := len(dst)
-	for i, t := range types {
-		if (v == nil) != (t.Type() == avro.Null) {
-			continue
-		}
-		out, err := avroEncode(appendVarint(dst, int64(i)), t, v)
-		if err == nil {
-			return out, nil
-		}
-		if len(types) == 1 || (len(types) == 2 && s.Nullable() && v != nil) {
-			return out[:mark], err // the one branch that could take it: its reason
-		}
-		dst = out[:mark]
-	}
-	return dst, mismatchf("%s matches no branch of union %s", jsonKind(v), unionNames(types))
 }
 
 // branchNamed is the index of the union branch named k, or -1.
@@ -300,47 +85,6 @@ func unionNames(types avro.Schemas) string {
 		}
 	}
 	return out + "]"
-}
-
-func avroArray(dst []byte, s *avro.ArraySchema, v any) ([]byte, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return dst, mismatchf("expected array, got %s", jsonKind(v))
-	}
-	if len(arr) > 0 {
-		dst = appendVarint(dst, int64(len(arr)))
-		for i, item := range arr {
-			var err error
-			if dst, err = avroEncode(dst, s.Items(), item); err != nil {
-				return dst, within(err, "["+strconv.Itoa(i)+"]")
-			}
-		}
-	}
-	return append(dst, 0), nil
-}
-
-func avroMap(dst []byte, s *avro.MapSchema, v any) ([]byte, error) {
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return dst, mismatchf("expected map (an object), got %s", jsonKind(v))
-	}
-	if len(obj) > 0 {
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // the same payload, the same bytes
-		dst = appendVarint(dst, int64(len(obj)))
-		for _, k := range keys {
-			dst = appendVarint(dst, int64(len(k)))
-			dst = append(dst, k...)
-			var err error
-			if dst, err = avroEncode(dst, s.Values(), obj[k]); err != nil {
-				return dst, within(err, "["+strconv.Quote(k)+"]")
-			}
-		}
-	}
-	return append(dst, 0), nil
 }
 
 // appendVarint appends Avro's zig-zag varint of i.
