@@ -185,7 +185,9 @@ func TestKeyConverterRefusesNumeric(t *testing.T) {
 // failingValue is a value converter that fails with err.
 type failingValue struct{ err error }
 
-func (f failingValue) AppendValue(dst []byte, _ *Event) ([]byte, bool, error) { return dst, false, f.err }
+func (f failingValue) AppendValue(dst []byte, _ *Event) ([]byte, bool, error) {
+	return dst, false, f.err
+}
 
 // TestBuilderUnavailable: the mapping's ValueEncoder decides the value; an
 // error of it wrapping ErrUnavailable reaches OnUnavailable's function

@@ -70,25 +70,6 @@ func finish(err error, where string) error {
 	return &MismatchError{Path: p, Reason: m.reason, Where: where}
 }
 
-// jsonKind names the JSON type of a value of parseJSON.
-func jsonKind(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number " + string(v)
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // parseJSON reads one JSON value, numbers kept as json.Number.
 func parseJSON(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
