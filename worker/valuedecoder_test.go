@@ -3,7 +3,6 @@ package worker_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/schemareg"
+	"github.com/eventforge/eventforge/internal/schemareg/srtest"
 	"github.com/eventforge/eventforge/worker"
 )
 
@@ -97,7 +97,7 @@ func TestRunnerDecodesRegistryValues(t *testing.T) {
 		return len(got) == len(want)
 	})
 	for id, p := range want {
-		if !jsonEqual(got[id], p) {
+		if !srtest.JSONEqual([]byte(got[id]), []byte(p)) {
 			t.Errorf("event %s: handler saw %s, want %s", id, got[id], p)
 		}
 	}
@@ -161,14 +161,4 @@ func encodeValue(t *testing.T, m *sarama.ProducerMessage) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func jsonEqual(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
 }

@@ -10,6 +10,10 @@ root=$(cd "$here/../.." && pwd)
 state=${EVENTFORGE_STATE_DIR:-$root/.eventforge}
 venv=${EVENTFORGE_SR_VENV:-$state/venv-schema-registry}
 version=2.12.2
+# Test packages run in parallel: one installs, the others wait for it.
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
 if ! "$venv/bin/python" -c "import confluent_kafka, fastavro, google.protobuf, jsonschema, sys; sys.exit(confluent_kafka.__version__ != '$version')" 2>/dev/null; then
 	echo "installing confluent-kafka $version into $venv" >&2
 	python3 -m venv --clear "$venv" >&2 || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }

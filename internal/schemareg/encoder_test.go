@@ -2,7 +2,6 @@ package schemareg
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/schemareg/srtest"
 )
 
 const orderV1 = `{"type":"record","name":"Order","namespace":"shop","fields":[
@@ -108,17 +108,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 
 func assertJSONEqual(t *testing.T, got []byte, want string) {
 	t.Helper()
-	var a, b any
-	if err := json.Unmarshal(got, &a); err != nil {
-		t.Fatalf("decoded %s: %v", got, err)
-	}
-	if err := json.Unmarshal([]byte(want), &b); err != nil {
-		t.Fatal(err)
-	}
-	ab, _ := json.Marshal(a)
-	bb, _ := json.Marshal(b)
-	if string(ab) != string(bb) {
-		t.Fatalf("got %s, want %s", ab, bb)
+	if !srtest.JSONEqual(got, []byte(want)) {
+		t.Fatalf("got %s, want %s", got, want)
 	}
 }
 
