@@ -370,7 +370,7 @@ func (st *jsonState) array(dst []byte, s *avro.ArraySchema, v span, depth int) (
 		return dst, mismatchf("expected array, got %s", rawKind(raw))
 	}
 	count := 0
-	_ = st.elements(v, depth, func(int, span) error { count++; return nil })
+	_ = st.elements(v, depth, func(int, span) error { count++; return nil }) // counting fails on nothing
 	if count > 0 {
 		dst = appendVarint(dst, int64(count))
 		var err error
@@ -392,7 +392,9 @@ func (st *jsonState) mapValue(dst []byte, s *avro.MapSchema, v span, depth int) 
 		return dst, mismatchf("expected map (an object), got %s", rawKind(raw))
 	}
 	count := 0
-	_ = st.members(v, depth, func([]byte, span) error { count++; return nil })
+	if err := st.members(v, depth, func([]byte, span) error { count++; return nil }); err != nil {
+		return dst, err // a key that is not UTF-8
+	}
 	if count > 0 {
 		dst = appendVarint(dst, int64(count))
 		var err error
@@ -472,11 +474,13 @@ func skipString(b []byte, i int) (int, error) {
 		return i, errNotJSON("expected a string")
 	}
 	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
+		switch c := b[i]; {
+		case c == '\\':
 			i++
-		case '"':
+		case c == '"':
 			return i + 1, nil
+		case c < 0x20:
+			return i, errNotJSON("a control character in a string")
 		}
 	}
 	return i, errNotJSON("unterminated string")
