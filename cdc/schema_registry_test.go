@@ -127,3 +127,43 @@ func rejectedCount(t testing.TB, db *pgx.Conn) int {
 	}
 	return n
 }
+
+// TestRepublishJSONSchemaValues: outbox republish writes values the way
+// the stream does (the mapping's encoder, here JSON Schema): a payload
+// that fits is framed, one that does not is rejected with its path.
+func TestRepublishJSONSchemaValues(t *testing.T) {
+	env := testenv.Shared(t)
+	url := env.NewDatabase(t)
+	cfg := testConfig(t, url, env.Brokers)
+	topic := cfg.TopicPrefix + "orders"
+	reg := srfake.New()
+	defer reg.Close()
+	reg.SeedSchema(topic+"-value", 1, 7, sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"type":"object","properties":{"qty":{"type":"integer"}},"required":["qty"]}`})
+	enc, err := schemareg.NewEncoder(schemareg.Config{URL: reg.URL(), Format: schemareg.FormatJSONSchema, TopicPrefix: cfg.TopicPrefix}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mapping.ValueEncoder = enc
+	deleteTopics(t, env.Brokers, topic)
+	db := connect(t, url)
+	since := time.Now().Add(-time.Minute)
+	good, bad := uuid.New(), uuid.New()
+	for id, payload := range map[uuid.UUID]string{good: `{"qty": 2}`, bad: `{"qty": "2"}`} {
+		mustExec(t, db, `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
+			VALUES ($1, 'orders', 'k', 'order.created', $2::jsonb)`, id, payload)
+	}
+	res, err := Republish(context.Background(), cfg, since, time.Time{}, testLogger(t))
+	if err != nil || res.Published != 1 || res.Rejected != 1 {
+		t.Fatalf("Republish = %+v, %v; want 1 published, 1 rejected", res, err)
+	}
+	if reason := rejectedReason(t, db, bad); !strings.Contains(reason, "at $.qty") {
+		t.Fatalf("rejected reason %q", reason)
+	}
+	col := consume(t, env.Brokers, topic)
+	waitDistinct(t, col, map[uuid.UUID]int{good: 1}, 30*time.Second)
+	id, body, err := schemareg.SplitFrame(col.records()[0].Value)
+	if err != nil || id != 7 || string(body) != `{"qty":2}` {
+		t.Fatalf("value: id %d body %s %v", id, body, err)
+	}
+}
