@@ -40,9 +40,8 @@ func TestRelayAvroValues(t *testing.T) {
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
 	topic := cfg.TopicPrefix + "orders"
-	reg := srfake.New()
-	defer reg.Close()
-	reg.SeedSchema(topic+"-value", 1, 1, sr.Schema{Schema: orderAvroV1, Type: sr.TypeAvro})
+	reg := registryEncoder(t, &cfg, schemareg.FormatAvro, 1, sr.Schema{Schema: orderAvroV1, Type: sr.TypeAvro})
+	enc := cfg.Mapping.ValueEncoder.(*schemareg.Encoder)
 	var down atomic.Bool
 	reg.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
 		if down.Load() {
@@ -50,11 +49,6 @@ func TestRelayAvroValues(t *testing.T) {
 		}
 		return down.Load()
 	})
-	enc, err := schemareg.NewEncoder(schemareg.Config{URL: reg.URL(), Format: schemareg.FormatAvro, TopicPrefix: cfg.TopicPrefix}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Mapping.ValueEncoder = enc
 	deleteTopics(t, env.Brokers, topic)
 	db := connect(t, url)
 	r := startRelay(t, cfg)
@@ -136,15 +130,8 @@ func TestRepublishJSONSchemaValues(t *testing.T) {
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
 	topic := cfg.TopicPrefix + "orders"
-	reg := srfake.New()
-	defer reg.Close()
-	reg.SeedSchema(topic+"-value", 1, 7, sr.Schema{Type: sr.TypeJSON,
+	registryEncoder(t, &cfg, schemareg.FormatJSONSchema, 7, sr.Schema{Type: sr.TypeJSON,
 		Schema: `{"type":"object","properties":{"qty":{"type":"integer"}},"required":["qty"]}`})
-	enc, err := schemareg.NewEncoder(schemareg.Config{URL: reg.URL(), Format: schemareg.FormatJSONSchema, TopicPrefix: cfg.TopicPrefix}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Mapping.ValueEncoder = enc
 	deleteTopics(t, env.Brokers, topic)
 	db := connect(t, url)
 	since := time.Now().Add(-time.Minute)
@@ -166,4 +153,20 @@ func TestRepublishJSONSchemaValues(t *testing.T) {
 	if err != nil || id != 7 || string(body) != `{"qty":2}` {
 		t.Fatalf("value: id %d body %s %v", id, body, err)
 	}
+}
+
+// registryEncoder serves a registry on loopback for the test, with schema
+// id as version 1 of the subject of the orders topic, and sets its
+// encoder of format on cfg's mapping.
+func registryEncoder(t *testing.T, cfg *Config, format string, id int, schema sr.Schema) *srfake.Registry {
+	t.Helper()
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	reg.SeedSchema(cfg.TopicPrefix+"orders-value", 1, id, schema)
+	enc, err := schemareg.NewEncoder(schemareg.Config{URL: reg.URL(), Format: format, TopicPrefix: cfg.TopicPrefix}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mapping.ValueEncoder = enc
+	return reg
 }

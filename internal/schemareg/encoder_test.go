@@ -252,7 +252,6 @@ func TestAuth(t *testing.T) {
 		}
 		return p
 	}
-	p := `{"id":"o","qty":2,"price":1,"paid":true}`
 	for _, c := range []struct {
 		name, auth string
 		cfg        Config
@@ -266,17 +265,23 @@ func TestAuth(t *testing.T) {
 			reg := srfake.New(srfake.WithAuth(c.auth))
 			defer reg.Close()
 			reg.SeedSchema("orders-value", 1, 1, sr.Schema{Schema: orderV1, Type: sr.TypeAvro})
-			cfg := c.cfg
-			cfg.URL, cfg.Format = reg.URL(), FormatAvro
-			enc, err := NewEncoder(cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _, err = enc.AppendValue(nil, event("orders", p, nil))
-			if c.ok != (err == nil) || (!c.ok && !outbox.IsUnavailable(err)) {
-				t.Fatalf("err %v", err)
-			}
+			assertReaches(t, c.cfg, reg.URL(), c.ok)
 		})
+	}
+}
+
+// assertReaches checks that an encoder of cfg on url encodes an event
+// (ok), or meets an outage.
+func assertReaches(t *testing.T, cfg Config, url string, ok bool) {
+	t.Helper()
+	cfg.URL, cfg.Format = url, FormatAvro
+	enc, err := NewEncoder(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = enc.AppendValue(nil, event("orders", `{"id":"o","qty":2,"price":1,"paid":true}`, nil))
+	if ok != (err == nil) || (!ok && !outbox.IsUnavailable(err)) {
+		t.Fatalf("err %v", err)
 	}
 }
 
