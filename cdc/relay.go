@@ -346,7 +346,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	dec.SetPayloadType(r.catalog.Types[r.cfg.Mapping.Payload])
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
-		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping),
+		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: r.builder(fail),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
 	// The feeder stops when the stream is done, even while it waits on
@@ -387,6 +387,16 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		return errors.New("stream ended")
 	}
 	return nil
+}
+
+// builder is the session's record builder. A value converter that cannot
+// reach what it needs (a schema registry: outbox.ErrUnavailable) ends the
+// session with that cause before its event reaches the feeder, whose
+// context is then done: the event is neither produced nor set aside, and
+// the relay retries it from the slot with backoff, its readiness saying
+// why meanwhile.
+func (r *Relay) builder(fail context.CancelCauseFunc) *outbox.Builder {
+	return outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping).OnUnavailable(func(err error) { fail(err) })
 }
 
 // onConfirm records a position sent to the slot.

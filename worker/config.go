@@ -93,6 +93,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer takes the Runner's metrics. Default: a private registry.
 	Registerer prometheus.Registerer
+	// ValueDecoder, when set, reads every record's value before the event
+	// is parsed (schema registry values become JSON); see ValueDecoder.
+	ValueDecoder ValueDecoder
 
 	hooks hooks // test seams; zero in production
 }

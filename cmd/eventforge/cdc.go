@@ -38,6 +38,7 @@ type relayFlags struct {
 	maxMessageBytes int
 	allowedTopics   []string
 	mapping         mappingFlags
+	schema          writerFlags
 }
 
 func (f *relayFlags) register(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (f *relayFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
 	fs.StringSliceVar(&f.allowedTopics, "allowed-topics", nil, "the only topics events may go to, comma-separated full names (prefix included) or patterns with * and ?, e.g. 'shop.orders,shop.payments.*'; events for others go to outbox_rejected (default: all)")
 	f.mapping.register(cmd, true)
+	f.schema.register(cmd)
 }
 
 func (f *relayFlags) config(cmd *cobra.Command) (cdc.Config, error) {
@@ -150,6 +152,9 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 				cfg.HeartbeatInterval = -1 // 0 disables
 			}
 			reg := ops.NewRegistry()
+			if err := rf.schema.apply(cmd.Context(), &cfg, reg); err != nil {
+				return err
+			}
 			ready := &ops.Readiness{}
 			relay, err := cdc.New(cfg, log, reg, ready)
 			if err != nil {
