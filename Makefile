@@ -20,7 +20,7 @@ build:
 # major version, its server binaries resolved from Maven Central; empty: the
 # machine's PostgreSQL 15.
 PG_VERSION ?= $(EVENTFORGE_PG_VERSION)
-export EVENTFORGE_PG_VERSION = $(PG_VERSION)
+export EVENTFORGE_PG_VERSION := $(PG_VERSION)
 
 up:
 	@deploy/local/up.sh
