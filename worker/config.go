@@ -218,13 +218,24 @@ const consumerRetryBackoff = 500 * time.Millisecond
 // join out and retry it without end.
 const minGroupRequestTimeout = 5 * time.Second
 
+// groupRequestTimeout is the read timeout of the consumer group's
+// connections: at least the request timeout and minGroupRequestTimeout, and
+// long enough for a join to wait out the other members finishing their
+// transaction in progress (up to ApplyTimeout, noticed within a heartbeat)
+// before they rejoin. A join that timed out sooner would be sent again and
+// time out again as long as members keep starting long batches, and a new
+// worker would never get partitions.
+func (c Config) groupRequestTimeout(request time.Duration) time.Duration {
+	return max(request, minGroupRequestTimeout, c.ApplyTimeout+c.SessionTimeout/3+2*time.Second)
+}
+
 // consumerConfig is the sarama configuration of the consumer group. Its
-// network timeouts are Config.Kafka.Timeouts, the read timeout at least
-// minGroupRequestTimeout: a fetch, a heartbeat or a join waits on a broker
-// at most that long (docs/operations.md#kafka-timeouts).
+// network timeouts are Config.Kafka.Timeouts, the read timeout that of
+// groupRequestTimeout: a fetch, a heartbeat or a join waits on a broker at
+// most that long (docs/operations.md#kafka-timeouts).
 func (c Config) consumerConfig() *sarama.Config {
 	sc := c.Kafka.Base()
-	sc.Net.ReadTimeout = max(sc.Net.ReadTimeout, minGroupRequestTimeout)
+	sc.Net.ReadTimeout = c.groupRequestTimeout(sc.Net.ReadTimeout)
 	// A worker never creates the topics it reads: the relay owns them, and
 	// an auto-created topic would get the broker's default partition count.
 	sc.Metadata.AllowAutoTopicCreation = false

@@ -5,22 +5,28 @@ import (
 	"time"
 )
 
-// TestConsumerTimeouts: the consumer group and the dead-letter producer
-// wait on a broker no longer than Config.Kafka.Timeouts (not sarama's 30 s
-// read timeout); the group's connections wait at least through a join the
-// coordinator holds for its initial rebalance delay (3 s); and a failed
-// fetch looks for the new leader within a second.
+// TestConsumerTimeouts: the dead-letter producer waits on a broker no
+// longer than Config.Kafka.Timeouts (not sarama's 30 s read timeout); the
+// group's connections wait at least through a join the coordinator holds
+// for its initial rebalance delay (3 s) and while the other members finish
+// their transaction in progress (up to ApplyTimeout, seen within a
+// heartbeat); and a failed fetch looks for the new leader within a second.
 func TestConsumerTimeouts(t *testing.T) {
 	for _, tc := range []struct {
-		request               time.Duration
+		request, apply        time.Duration
 		wantConsumer, wantDLQ time.Duration
 	}{
-		{0, 5 * time.Second, 3 * time.Second},
-		{4 * time.Second, 5 * time.Second, 4 * time.Second},
-		{8 * time.Second, 8 * time.Second, 8 * time.Second},
+		{0, time.Second, 5 * time.Second, 3 * time.Second},
+		{4 * time.Second, time.Second, 5 * time.Second, 4 * time.Second},
+		{8 * time.Second, time.Second, 8 * time.Second, 8 * time.Second},
+		{0, 0, DefaultApplyTimeout + DefaultSessionTimeout/3 + 2*time.Second, 3 * time.Second},
 	} {
 		c := validConfig()
 		c.Kafka.Timeouts.Request = tc.request
+		c.ApplyTimeout, c.SessionTimeout = tc.apply, 0
+		if tc.apply != 0 {
+			c.SessionTimeout = 3 * time.Second // with the apply timeout, a join waits 1+1+2 s
+		}
 		c = c.withDefaults()
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
