@@ -1,0 +1,80 @@
+package cdc
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
+)
+
+// Attributes of the relay's producer span beyond the messaging conventions.
+const (
+	attrCommitToAck = "eventforge.commit_to_ack_seconds"
+	attrLSN         = "eventforge.lsn"
+)
+
+// traceSend starts p's producer span when tracing is on: a child of the span
+// context the outbox row carried (its traceparent and tracestate headers),
+// started at the transaction's commit so that the span's length is the
+// commit→ack time. The record's traceparent (and tracestate) become the
+// span's, so the consumer continues from it. It runs before p's size is
+// taken: the headers it adds count.
+func (s *stream) traceSend(e *outbox.Event, p *pending) {
+	if !tracing.Enabled() || p.reason != "" {
+		return
+	}
+	ctx := tracing.FromMap(context.Background(), e.Headers)
+	start := time.Now()
+	if !p.commit.IsZero() && p.commit.Before(start) {
+		start = p.commit
+	}
+	msg := &p.rec.Msg
+	_, span := tracing.Tracer().Start(ctx, "send "+msg.Topic,
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithTimestamp(start),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "kafka"),
+			attribute.String("messaging.operation.name", "send"),
+			attribute.String("messaging.operation.type", "send"),
+			attribute.String("messaging.destination.name", msg.Topic),
+			attribute.String("messaging.message.id", e.ID.String()),
+			attribute.String("messaging.kafka.message.key", e.AggregateID),
+			attribute.Int64(attrLSN, int64(p.lsn)),
+		))
+	msg.Headers = tracing.SetRecordHeaders(msg.Headers, span.SpanContext())
+	if span.IsRecording() {
+		p.rec.Span = span
+	}
+}
+
+// ackObserved records the broker's ack of p: the commit→ack histogram
+// (with p's trace id as exemplar when it is sampled) and the end of its
+// producer span, with the partition and offset the broker gave.
+func (ps *producerSession) ackObserved(p *pending) {
+	span := p.rec.Span
+	var sc trace.SpanContext
+	if span != nil {
+		sc = span.SpanContext()
+	}
+	if !p.commit.IsZero() {
+		secs := time.Since(p.commit).Seconds()
+		tracing.Observe(ps.m.commitToAck, secs, sc)
+		if span != nil {
+			span.SetAttributes(attribute.Float64(attrCommitToAck, secs))
+		}
+	}
+	if span == nil {
+		return
+	}
+	span.SetAttributes(attribute.String("messaging.destination.partition.id", strconv.Itoa(int(p.msg.Partition))))
+	if p.out.Offset >= 0 {
+		span.SetAttributes(attribute.Int64("messaging.kafka.offset", p.out.Offset))
+	}
+	span.End()
+	p.rec.Span = nil
+}
