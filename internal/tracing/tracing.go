@@ -171,3 +171,17 @@ func newExporter(ctx context.Context, c Config) (sdktrace.SpanExporter, error) {
 
 // Propagator is the W3C Trace Context propagator (traceparent, tracestate).
 func Propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
+
+// Use makes tp EventForge's tracer provider and turns tracing on, without
+// touching the OpenTelemetry globals: for tests (with an in-memory
+// recorder) and for programs that embed EventForge's packages with a
+// provider of their own. The function returned turns tracing off again.
+func Use(tp trace.TracerProvider) (off func()) {
+	t := tp.Tracer(ScopeName)
+	tracer.Store(&t)
+	enabled.Store(true)
+	return func() {
+		enabled.Store(false)
+		tracer.Store(nil)
+	}
+}
