@@ -3,7 +3,8 @@
 # and the demo. The binary is built once from the separate tools module in
 # deploy/local/jaeger (so the product's go.mod never takes Jaeger's
 # dependency tree) into $EVENTFORGE_JAEGER_BIN (default
-# .eventforge/bin/jaeger-<version> at the repository root).
+# $EVENTFORGE_STATE_DIR/bin/jaeger-<version>, the state folder being
+# .eventforge at the repository root unless set).
 #
 #   jaeger.sh build        build the binary when missing; print its path
 #   jaeger.sh start DIR    start if stopped (free ports), wait until it answers
@@ -17,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 root=$(cd "$here/../.." && pwd)
 version=$(awk '$1 == "github.com/jaegertracing/jaeger" {print $2}' "$here/jaeger/go.mod")
-BIN=${EVENTFORGE_JAEGER_BIN:-$root/.eventforge/bin/jaeger-$version}
+BIN=${EVENTFORGE_JAEGER_BIN:-${EVENTFORGE_STATE_DIR:-$root/.eventforge}/bin/jaeger-$version}
 
 build() {
 	[ -x "$BIN" ] && return 0
