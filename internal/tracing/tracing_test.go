@@ -188,3 +188,21 @@ func TestObserveKeepsTheTraceIDAsExemplar(t *testing.T) {
 		})
 	}
 }
+
+func TestFromProperties(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct{ name, text, tp, ts string }{
+		{"as Debezium stores it", "#Thu Dec 04 10:02:00 UTC 2026\ntraceparent=" + tp + "\ntracestate=k\\=v\n", tp, "k=v"},
+		{"colon and spaces, CRLF", "! comment\r\n  traceparent : " + tp + "\r\n", tp, ""},
+		{"white space separator", "traceparent " + tp, tp, ""},
+		{"none", "#only a comment\nuber-trace-id=abc:def:0:1\n", "", ""},
+		{"empty", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp, ts := FromProperties(tc.text)
+			if tp != tc.tp || ts != tc.ts {
+				t.Errorf("FromProperties = %q, %q; want %q, %q", tp, ts, tc.tp, tc.ts)
+			}
+		})
+	}
+}
