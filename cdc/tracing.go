@@ -25,8 +25,8 @@ const (
 // span's, so the consumer continues from it. It runs before p's size is
 // taken: the headers it adds count.
 func (s *stream) traceSend(e *outbox.Event, p *pending) {
-	if !tracing.Enabled() || p.reason != "" {
-		return
+	if !tracing.Enabled() || p.reason != "" || (s.cfg != nil && s.cfg.ExactlyOnce) {
+		return // exactly-once records are acked per Kafka transaction, elsewhere: no span
 	}
 	ctx := tracing.FromMap(context.Background(), e.Headers)
 	start := time.Now()
