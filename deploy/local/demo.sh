@@ -99,7 +99,7 @@ if [ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-}
 	step "traces (api -> relay -> worker), sent to ${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-$OTEL_EXPORTER_OTLP_ENDPOINT}"
 	for i in "${!trace_ids[@]}"; do
 		if [ -n "${JAEGER_QUERY_URL:-}" ]; then
-			echo "order ${ids[$i]}: $JAEGER_QUERY_URL/trace/${trace_ids[$i]}"
+			echo "order ${ids[$i]}: $JAEGER_QUERY_URL/api/traces/${trace_ids[$i]}"
 		else
 			echo "order ${ids[$i]}: trace id ${trace_ids[$i]}"
 		fi
