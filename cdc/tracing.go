@@ -28,29 +28,37 @@ func (s *stream) traceSend(e *outbox.Event, p *pending) {
 	if !tracing.Enabled() || p.reason != "" || (s.cfg != nil && s.cfg.ExactlyOnce) {
 		return // exactly-once records are acked per Kafka transaction, elsewhere: no span
 	}
-	ctx := tracing.FromMap(context.Background(), e.Headers)
+	ctx := context.Background()
+	if e.Headers[tracing.Traceparent] != "" {
+		ctx = tracing.FromMap(ctx, e.Headers)
+	}
 	start := time.Now()
 	if !p.commit.IsZero() && p.commit.Before(start) {
 		start = p.commit
 	}
 	msg := &p.rec.Msg
-	_, span := tracing.Tracer().Start(ctx, "send "+msg.Topic,
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithTimestamp(start),
-		trace.WithAttributes(
-			attribute.String("messaging.system", "kafka"),
-			attribute.String("messaging.operation.name", "send"),
-			attribute.String("messaging.operation.type", "send"),
-			attribute.String("messaging.destination.name", msg.Topic),
-			attribute.String("messaging.message.id", e.ID.String()),
-			attribute.String("messaging.kafka.message.key", e.AggregateID),
-			attribute.Int64(attrLSN, int64(p.lsn)),
-		))
+	// Name and attributes only once the sampler kept the span: an event it
+	// drops costs its ids and its traceparent header, no more.
+	_, span := tracing.Tracer().Start(ctx, "send", producerKind, trace.WithTimestamp(start))
 	msg.Headers = tracing.SetRecordHeaders(msg.Headers, span.SpanContext())
-	if span.IsRecording() {
-		p.rec.Span = span
+	if !span.IsRecording() {
+		return
 	}
+	span.SetName("send " + msg.Topic)
+	span.SetAttributes(
+		attribute.String("messaging.system", "kafka"),
+		attribute.String("messaging.operation.name", "send"),
+		attribute.String("messaging.operation.type", "send"),
+		attribute.String("messaging.destination.name", msg.Topic),
+		attribute.String("messaging.message.id", e.ID.String()),
+		attribute.String("messaging.kafka.message.key", e.AggregateID),
+		attribute.Int64(attrLSN, int64(p.lsn)),
+	)
+	p.rec.Span = span
 }
+
+// producerKind is the option of every producer span, made once.
+var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
 
 // ackObserved records the broker's ack of p: the commit→ack histogram
 // (with p's trace id as exemplar when it is sampled) and the end of its

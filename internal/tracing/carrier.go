@@ -70,19 +70,24 @@ func SetRecordHeaders(headers []sarama.RecordHeader, sc trace.SpanContext) []sar
 	if !sc.IsValid() {
 		return headers
 	}
-	tp := FormatTraceparent(sc)
-	ts := sc.TraceState().String()
-	headers = setHeader(headers, Traceparent, tp)
-	if ts != "" {
-		return setHeader(headers, Tracestate, ts)
+	headers = setHeader(headers, Traceparent, appendTraceparent(make([]byte, 0, traceparentLen), sc))
+	if ts := sc.TraceState().String(); ts != "" {
+		return setHeader(headers, Tracestate, []byte(ts))
 	}
 	return dropHeader(headers, Tracestate)
 }
 
+// traceparentLen is the length of a version 00 traceparent.
+const traceparentLen = 55
+
 // FormatTraceparent is the W3C traceparent of sc (version 00).
 func FormatTraceparent(sc trace.SpanContext) string {
+	return string(appendTraceparent(make([]byte, 0, traceparentLen), sc))
+}
+
+func appendTraceparent(dst []byte, sc trace.SpanContext) []byte {
 	const hex = "0123456789abcdef"
-	var b [55]byte
+	var b [traceparentLen]byte
 	copy(b[:], "00-")
 	tid, sid := sc.TraceID(), sc.SpanID()
 	for i, c := range tid {
@@ -95,17 +100,27 @@ func FormatTraceparent(sc trace.SpanContext) string {
 	b[52] = '-'
 	f := byte(sc.TraceFlags())
 	b[53], b[54] = hex[f>>4], hex[f&0xf]
-	return string(b[:])
+	return append(dst, b[:]...)
 }
 
-func setHeader(headers []sarama.RecordHeader, key, value string) []sarama.RecordHeader {
+// Header names as bytes, shared by every record (never written to).
+var (
+	keyTraceparent = []byte(Traceparent)
+	keyTracestate  = []byte(Tracestate)
+)
+
+func setHeader(headers []sarama.RecordHeader, key string, value []byte) []sarama.RecordHeader {
 	for i := range headers {
 		if string(headers[i].Key) == key {
-			headers[i].Value = []byte(value)
+			headers[i].Value = value
 			return headers
 		}
 	}
-	return append(headers, sarama.RecordHeader{Key: []byte(key), Value: []byte(value)})
+	k := keyTraceparent
+	if key == Tracestate {
+		k = keyTracestate
+	}
+	return append(headers, sarama.RecordHeader{Key: k, Value: value})
 }
 
 func dropHeader(headers []sarama.RecordHeader, key string) []sarama.RecordHeader {
