@@ -65,24 +65,30 @@ var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
 // producer span, with the partition and offset the broker gave.
 func (ps *producerSession) ackObserved(p *pending) {
 	span := p.rec.Span
-	var sc trace.SpanContext
-	if span != nil {
-		sc = span.SpanContext()
-	}
+	var secs float64
 	if !p.commit.IsZero() {
-		secs := time.Since(p.commit).Seconds()
-		tracing.Observe(ps.m.commitToAck, secs, sc)
-		if span != nil {
-			span.SetAttributes(attribute.Float64(attrCommitToAck, secs))
-		}
+		secs = time.Since(p.commit).Seconds()
 	}
 	if span == nil {
+		if !p.commit.IsZero() {
+			ps.m.commitToAck.Observe(secs)
+		}
 		return
 	}
-	span.SetAttributes(attribute.String("messaging.destination.partition.id", strconv.Itoa(int(p.msg.Partition))))
-	if p.out.Offset >= 0 {
-		span.SetAttributes(attribute.Int64("messaging.kafka.offset", p.out.Offset))
+	if !p.commit.IsZero() {
+		tracing.Observe(ps.m.commitToAck, secs, span.SpanContext())
 	}
+	// One call: the span's attributes grow once.
+	attrs := [3]attribute.KeyValue{
+		attribute.String("messaging.destination.partition.id", strconv.Itoa(int(p.msg.Partition))),
+		attribute.Float64(attrCommitToAck, secs),
+		attribute.Int64("messaging.kafka.offset", p.out.Offset),
+	}
+	n := len(attrs)
+	if p.out.Offset < 0 { // the broker answered a duplicate without an offset
+		n--
+	}
+	span.SetAttributes(attrs[:n]...)
 	span.End()
 	p.rec.Span = nil
 }
