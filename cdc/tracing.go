@@ -45,15 +45,9 @@ func (s *stream) traceSend(e *outbox.Event, p *pending) {
 		return
 	}
 	span.SetName("send " + msg.Topic)
-	span.SetAttributes(
-		attribute.String("messaging.system", "kafka"),
-		attribute.String("messaging.operation.name", "send"),
-		attribute.String("messaging.operation.type", "send"),
-		attribute.String("messaging.destination.name", msg.Topic),
-		attribute.String("messaging.message.id", e.ID.String()),
+	span.SetAttributes(tracing.Messaging(tracing.OpSend, msg.Topic, e.ID.String(),
 		attribute.String("messaging.kafka.message.key", e.AggregateID),
-		attribute.Int64(attrLSN, int64(p.lsn)),
-	)
+		attribute.Int64(attrLSN, int64(p.lsn)))...)
 	p.rec.Span = span
 }
 

@@ -74,7 +74,7 @@ func TestProducerSpanContinuesTheRowsTraceAndEndsOnAck(t *testing.T) {
 	}
 	attrs := map[attribute.Key]string{}
 	for _, a := range s.Attributes() {
-		attrs[a.Key] = a.Value.Emit()
+		attrs[a.Key] = a.Value.String()
 	}
 	for k, v := range map[attribute.Key]string{"messaging.system": "kafka", "messaging.destination.name": "orders",
 		"messaging.message.id": e.ID.String(), "messaging.destination.partition.id": "3", "messaging.kafka.offset": "17",

@@ -53,19 +53,13 @@ func (p *partitionWorker) startSpan(m *sarama.ConsumerMessage) trace.Span {
 	id, _ := outbox.EventIDHeader(m.Headers)
 	_, span := tracing.Tracer().Start(ctx, "process "+m.Topic,
 		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
-			attribute.String("messaging.system", "kafka"),
-			attribute.String("messaging.operation.name", "process"),
-			attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.destination.name", m.Topic),
+		trace.WithAttributes(tracing.Messaging(tracing.OpProcess, m.Topic, id,
 			attribute.String("messaging.destination.partition.id", strconv.Itoa(int(m.Partition))),
 			attribute.Int64("messaging.kafka.offset", m.Offset),
 			attribute.String("messaging.consumer.group.name", p.r.cfg.Group),
-			attribute.String("messaging.message.id", id),
 			attribute.String("messaging.kafka.message.key", string(m.Key)),
 			attribute.String(attrAggregateID, string(m.Key)),
-			attribute.String(attrConsumer, p.r.cfg.Consumer),
-		))
+			attribute.String(attrConsumer, p.r.cfg.Consumer))...))
 	return span
 }
 

@@ -26,7 +26,7 @@ func tracedRecord(offset int64, key string) *sarama.ConsumerMessage {
 func spanAttrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 	out := map[attribute.Key]string{}
 	for _, a := range s.Attributes() {
-		out[a.Key] = a.Value.Emit()
+		out[a.Key] = a.Value.String()
 	}
 	return out
 }

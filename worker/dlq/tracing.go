@@ -23,14 +23,8 @@ func traceReplay(l Letter, msg *sarama.ProducerMessage) trace.Span {
 	ctx := tracing.FromHeaders(context.Background(), l.Headers)
 	_, span := tracing.Tracer().Start(ctx, "send "+msg.Topic,
 		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(
-			attribute.String("messaging.system", "kafka"),
-			attribute.String("messaging.operation.name", "send"),
-			attribute.String("messaging.operation.type", "send"),
-			attribute.String("messaging.destination.name", msg.Topic),
-			attribute.String("messaging.message.id", l.EventID),
-			attribute.String("eventforge.replay_of", l.Topic+"/"+strconv.Itoa(int(l.Partition))+"@"+strconv.FormatInt(l.Offset, 10)),
-		))
+		trace.WithAttributes(tracing.Messaging(tracing.OpSend, msg.Topic, l.EventID,
+			attribute.String("eventforge.replay_of", l.Topic+"/"+strconv.Itoa(int(l.Partition))+"@"+strconv.FormatInt(l.Offset, 10)))...))
 	msg.Headers = tracing.SetRecordHeaders(msg.Headers, span.SpanContext())
 	return span
 }
