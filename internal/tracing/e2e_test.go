@@ -46,12 +46,13 @@ func TestOneTraceFromOrderToEffect(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + jaeger.otlpHTTP, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_RESOURCE_ATTRIBUTES=deployment.environment=test"}
 	apiAddr, relayAddr, workerAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
+	handlers := deadLetterUnknown(t, root)
 	start(t, bin, common, "api", "api", "run", "--create-tables", "--http-addr", apiAddr)
 	start(t, bin, common, "relay", "cdc", "run", "--slot", strings.ReplaceAll(prefix, ".", "_")+"slot",
 		"--topic-prefix", prefix, "--metrics-addr", relayAddr)
 	// The worker exports over gRPC: both protocols are exercised.
 	start(t, bin, append(common, "OTEL_EXPORTER_OTLP_ENDPOINT="+jaeger.otlpGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"), "worker",
-		"worker", "run", "--group", prefix+"g", "--topics", topic, "--handlers", filepath.Join(root, "deploy/handlers/orders.yaml"),
+		"worker", "run", "--group", prefix+"g", "--topics", topic, "--handlers", handlers,
 		"--metrics-addr", workerAddr)
 	for _, a := range []string{apiAddr, relayAddr, workerAddr} {
 		testenv.WaitFor(t, 60*time.Second, a+" ready", func() bool { return get(t, "http://"+a+"/readyz", "") != "" })
@@ -94,6 +95,39 @@ func TestOneTraceFromOrderToEffect(t *testing.T) {
 				"messaging.consumer.group.name": prefix + "g"})
 		})
 	}
+
+	t.Run("dead letter and replay", func(t *testing.T) {
+		// An event of a type the handlers do not know is dead-lettered;
+		// its replay, and the worker's second try, stay in its trace.
+		dlqTrace := "5b8aa5a2d2c872e8321cf37308d69df2"
+		insertEvent(t, url, "dl-"+prefix, "6e4c1c0e-8d3f-4a43-9b4d-1c2a3e4f5a6c", "order.unknown", "00-"+dlqTrace+"-051581bf3cb55c13-01")
+		spans := waitTrace(t, jaeger.query, dlqTrace, 2)
+		r := one(t, spans, "eventforge-relay", "send "+topic)
+		w := one(t, spans, "eventforge-worker", "process "+topic)
+		w.wantParent(t, r.SpanID)
+		w.wantTags(t, map[string]string{"eventforge.result": "dead-lettered", "otel.status_code": "ERROR"})
+		var out strings.Builder
+		cmd := exec.Command(bin, "dlq", "replay", "--topic", topic+".dlq", "--all")
+		cmd.Env = append(append(os.Environ(), common...), "OTEL_BSP_SCHEDULE_DELAY=10")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("dlq replay: %v\n%s", err, out.String())
+		}
+		spans = waitTrace(t, jaeger.query, dlqTrace, 4)
+		rp := one(t, spans, "eventforge-dlq", "send "+topic)
+		rp.wantParent(t, w.SpanID)
+		rp.wantTags(t, map[string]string{"span.kind": "producer", "messaging.message.id": "6e4c1c0e-8d3f-4a43-9b4d-1c2a3e4f5a6c"})
+		found := false
+		for _, s := range spans {
+			if s.service == "eventforge-worker" && s.SpanID != w.SpanID {
+				s.wantParent(t, rp.SpanID)
+				found = true
+			}
+		}
+		if !found {
+			t.Error("no worker span for the replayed record")
+		}
+	})
 
 	// Exemplars (OpenMetrics) link the histograms to the traces.
 	for _, m := range []struct{ addr, metric string }{
@@ -230,6 +264,36 @@ func postOrder(t *testing.T, addr, traceparent string) (order, eventID string) {
 		t.Fatalf("POST /orders: %d, %v", resp.StatusCode, err)
 	}
 	return body.ID, body.EventID
+}
+
+// deadLetterUnknown writes the demo's handlers with unknown event types
+// dead-lettered instead of skipped.
+func deadLetterUnknown(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy/handlers/orders.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "handlers.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), "unknown: skip", "unknown: dlq", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// insertEvent writes an outbox row alone, its headers carrying traceparent.
+func insertEvent(t *testing.T, url, key, eventID, eventType, traceparent string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(t.Context(), `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers)
+		VALUES ($1, 'orders', $2, $3, '{}', jsonb_build_object('traceparent', $4::text))`, eventID, key, eventType, traceparent)
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func insertSQLOrder(t *testing.T, url, order, eventID, traceparent string) {
