@@ -16,6 +16,12 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/eventforge
 
+# PG_VERSION=16|17|18 runs the local PostgreSQL (make up, make test) on that
+# major version, its server binaries resolved from Maven Central; empty: the
+# machine's PostgreSQL 15.
+PG_VERSION ?= $(EVENTFORGE_PG_VERSION)
+export EVENTFORGE_PG_VERSION := $(PG_VERSION)
+
 up:
 	@deploy/local/up.sh
 
@@ -67,7 +73,7 @@ console: build up
 # Browser tests of the console (tests/console): Playwright (playwright-core
 # and axe-core, pinned in package-lock.json, no browser download) driving
 # Debian's Chromium headless (/usr/bin/chromium, or CHROMIUM=...). About
-# 100-120 s. Screenshots go to .eventforge/console/screenshots/;
+# 110-130 s. Screenshots go to .eventforge/console/screenshots/;
 # UPDATE_SCREENSHOTS=1 also copies them to docs/img/.
 console-test: build up
 	@cd tests/console && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \

@@ -84,7 +84,9 @@ func (s *snapshot) close(ctx context.Context) {
 // returning its consistent point (where streaming starts), publishes the
 // rows the configuration asks for from that snapshot and waits for their
 // acks; without a backfill it warns about the rows the slot will never see.
-func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
+// With failover the slot is a failover slot (PostgreSQL 17), on every path
+// that creates it: first run, recovery after slot drop, a repeated backfill.
+func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, failover bool) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
 	rng, backfill := r.cfg.backfillRange()
 	if backfill {
@@ -94,8 +96,7 @@ func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.
 			return 0, err
 		}
 	}
-	res, err := pglogrepl.CreateReplicationSlot(ctx, repl, slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{Mode: pglogrepl.LogicalReplication, SnapshotAction: "EXPORT_SNAPSHOT"})
+	res, err := pglogrepl.ParseCreateReplicationSlot(repl.Exec(ctx, createSlotCommand(slot, failover)))
 	if err != nil {
 		return 0, fmt.Errorf("create replication slot %s: %w", slot, err)
 	}
@@ -148,7 +149,7 @@ func (r *Relay) warnUnpublished(ctx context.Context, snap *snapshot) {
 // redoBackfill handles a slot whose backfill an earlier start began but
 // never finished (relay_state holds backfillPending): nothing was streamed
 // from the slot, so it is dropped and created again with a new snapshot.
-func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, s slotState) (pglogrepl.LSN, error) {
+func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, s slotState, failover bool) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
 	if _, asked := r.cfg.backfillRange(); !asked {
 		return 0, fatalf(ErrBackfillUnfinished, "the backfill of replication slot %s did not finish (relay_state holds %s): start eventforge cdc run with --backfill-since or --backfill-all again, or give it up with eventforge slot drop --slot %s --yes",
@@ -160,5 +161,5 @@ func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgcon
 		}
 	}
 	r.log.Warn("the backfill of an earlier start did not finish: creating the slot again and repeating the backfill")
-	return r.createSlot(ctx, sqlConn, repl)
+	return r.createSlot(ctx, sqlConn, repl, failover)
 }

@@ -95,6 +95,9 @@ func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracke
 			p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
 		default:
 			if err := build.Build(&p.rec, e); err != nil {
+				if outbox.IsUnavailable(err) {
+					return err // an outage, never a reason to set the row aside
+				}
 				p.reason = err.Error()
 				p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
 			}

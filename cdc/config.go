@@ -99,6 +99,21 @@ type Config struct {
 	TopicMinInsyncReplicas int
 	CreateTopics           bool // false: events to a missing topic are rejected (after a bounded wait); DefaultConfig: true
 
+	// SlotFailover is SlotFailoverAuto (default: a failover slot on
+	// PostgreSQL 17 and later), SlotFailoverOn (a failover slot; the relay
+	// stops on an older server) or SlotFailoverOff. A failover slot is
+	// synchronised to standbys, so the relay resumes from it on a promoted
+	// standby; an existing slot is converted before streaming from it.
+	SlotFailover string
+	// StandbyURL, when set, is a standby of the primary, asked whether it
+	// holds a synced copy of the slot in the failover protection check.
+	// Default empty: the check reads the primary only.
+	StandbyURL string
+	// FailoverCheckInterval is how often the relay checks, on the primary,
+	// that its slot would survive a promotion
+	// (eventforge_slot_failover_ready); default 1 minute.
+	FailoverCheckInterval time.Duration
+
 	// BackfillSince, when set, makes a relay that creates its slot first
 	// publish the outbox rows created at or after it that the slot's
 	// exported snapshot sees, then stream from the slot's consistent point.
@@ -122,8 +137,8 @@ type Config struct {
 	ReceiveTimeout time.Duration
 
 	Compression     string        // none, gzip, snappy, lz4 or zstd; default DefaultCompression (lz4)
-	FlushBytes      int           // producer batch target; 0 (default): send when the connection is free
-	FlushFrequency  time.Duration // producer linger; 0 (default): none (see kafka.ProducerOptions)
+	FlushBytes      int           // generation size that ends a linger early; 0 (default): none (produce.Config.LingerBytes)
+	FlushFrequency  time.Duration // linger of a partition's records before a smaller generation goes out; 0 (default): none (produce.Config.Linger)
 	MaxMessageBytes int           // largest record produced, larger ones are rejected; default DefaultMaxMessageBytes
 
 	// KafkaProbeInterval is how often a streaming relay checks that a broker
@@ -194,6 +209,7 @@ func (c Config) withDefaults() Config {
 	setStr(&c.OutboxTable, DefaultOutboxTable)
 	c.mappingDefaults()
 	setStr(&c.Compression, DefaultCompression)
+	setStr(&c.SlotFailover, SlotFailoverAuto)
 	if c.TopicPartitions == 0 {
 		c.TopicPartitions = DefaultTopicPartitions
 	}
@@ -218,6 +234,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.SlotSampleInterval, 15*time.Second)
 	setDur(&c.StateWriteInterval, 5*time.Second)
 	setDur(&c.TxnInterval, DefaultTxnInterval)
+	setDur(&c.FailoverCheckInterval, DefaultFailoverCheckInterval)
 	return c
 }
 
@@ -237,6 +254,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fielderr.Wrap("Config.PGURL", err))
 	}
 	errs = append(errs, c.Kafka.Validate())
+	errs = append(errs, c.validateFailover()...)
 	if !slotName.MatchString(c.Slot) {
 		add("Config.Slot", "invalid slot name %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
 	}

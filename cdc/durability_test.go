@@ -13,27 +13,41 @@ import (
 )
 
 func TestDurabilityWarning(t *testing.T) {
+	safe := topicConf{minInsyncReplicas: 2, replicationFactor: 3}
+	with := func(f func(*topicConf)) topicConf { c := safe; f(&c); return c }
 	tests := []struct {
-		name              string
-		minInsync, broker int
-		warn              bool
+		name   string
+		conf   topicConf
+		broker int
+		want   []string // parts of the warning; none: no warning
 	}{
-		{"single broker", 1, 1, false},
-		{"two brokers", 1, 2, false},
-		{"three brokers, default min.insync", 1, 3, true},
-		{"five brokers, default min.insync", 1, 5, true},
-		{"three brokers, min.insync 2", 2, 3, false},
-		{"three brokers, min.insync 3", 3, 3, false},
-		{"unknown broker count", 1, 0, false},
+		{"single broker", topicConf{minInsyncReplicas: 1, replicationFactor: 1}, 1, nil},
+		{"two brokers, min.insync 1", with(func(c *topicConf) { c.minInsyncReplicas, c.replicationFactor = 1, 2 }), 2, nil},
+		{"three brokers, default min.insync", with(func(c *topicConf) { c.minInsyncReplicas = 1 }), 3, []string{"min.insync.replicas=1", "--topic-min-insync-replicas"}},
+		{"five brokers, default min.insync", with(func(c *topicConf) { c.minInsyncReplicas = 1 }), 5, []string{"min.insync.replicas=1"}},
+		{"three brokers, min.insync 2", safe, 3, nil},
+		{"three brokers, min.insync 3", with(func(c *topicConf) { c.minInsyncReplicas = 3 }), 3, nil},
+		{"unknown broker count", with(func(c *topicConf) { c.minInsyncReplicas = 1 }), 0, nil},
+		{"replication factor 1 on two brokers", with(func(c *topicConf) { c.replicationFactor, c.minInsyncReplicas = 1, 1 }), 2,
+			[]string{"replication factor 1", "--topic-replication-factor"}},
+		{"replication factor unknown", with(func(c *topicConf) { c.replicationFactor = 0 }), 3, nil},
+		{"unclean election", with(func(c *topicConf) { c.uncleanElection = true }), 3, []string{"unclean.leader.election.enable=true"}},
+		{"all at once, one line", topicConf{minInsyncReplicas: 1, replicationFactor: 2, uncleanElection: true}, 3,
+			[]string{"min.insync.replicas=1", "unclean.leader.election.enable=true", "cluster of 3 brokers"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := durabilityWarning("orders", tt.minInsync, tt.broker)
-			if (w != "") != tt.warn {
-				t.Fatalf("durabilityWarning(min.insync=%d, brokers=%d) = %q, want warning %v", tt.minInsync, tt.broker, w, tt.warn)
+			w := durabilityWarning("orders", tt.conf, tt.broker)
+			if (w != "") != (len(tt.want) > 0) {
+				t.Fatalf("durabilityWarning(%+v, brokers=%d) = %q, want a warning: %v", tt.conf, tt.broker, w, len(tt.want) > 0)
 			}
-			if w != "" && (!strings.Contains(w, "orders") || !strings.Contains(w, "--topic-min-insync-replicas") || strings.Contains(w, "\n")) {
-				t.Fatalf("warning %q must be one line naming the topic and the flag", w)
+			for _, part := range tt.want {
+				if !strings.Contains(w, part) {
+					t.Errorf("warning %q lacks %q", w, part)
+				}
+			}
+			if w != "" && (!strings.Contains(w, "orders") || strings.Contains(w, "\n")) {
+				t.Fatalf("warning %q must be one line naming the topic", w)
 			}
 		})
 	}

@@ -18,18 +18,18 @@ import (
 // they never stop the relay. On exit it writes the last confirmed position.
 func (r *Relay) maintain(ctx context.Context) {
 	var (
-		conn    *pgx.Conn
-		written pglogrepl.LSN
+		conn *pgx.Conn
+		done written
 	)
 	defer func() {
 		// The last confirmation of a clean shutdown is recorded too.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 		defer cancel()
-		if conn == nil && pglogrepl.LSN(r.confirmed.Load()) > written {
+		if conn == nil && pglogrepl.LSN(r.confirmed.Load()) > done.lsn {
 			conn, _ = connectSQL(fctx, r.cfg.PGURL)
 		}
 		if conn != nil {
-			if err := r.writeState(fctx, conn, &written); err != nil {
+			if err := r.writeState(fctx, conn, &done); err != nil {
 				r.log.Warn("relay_state update failed", "err", err)
 			}
 			conn.Close(fctx)
@@ -40,6 +40,7 @@ func (r *Relay) maintain(ctx context.Context) {
 	state := time.NewTicker(r.cfg.StateWriteInterval)
 	defer sample.Stop()
 	defer state.Stop()
+	var guard protectionGuard
 	if hb != nil {
 		defer hb.Stop()
 	}
@@ -85,16 +86,14 @@ func (r *Relay) maintain(ctx context.Context) {
 			}
 		case <-sample.C:
 			if c := get(); c != nil {
-				if err := r.bounded(ctx, c, r.sampleSlot); err != nil {
+				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.sampleAndGuard(ctx, c, &guard) })
+				if err != nil {
 					drop("slot sampling", err)
 				}
 			}
 		case <-state.C:
-			if pglogrepl.LSN(r.confirmed.Load()) <= written {
-				continue
-			}
 			if c := get(); c != nil {
-				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.writeState(ctx, c, &written) })
+				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.writeState(ctx, c, &done) })
 				if err != nil {
 					drop("relay_state update", err)
 				}
@@ -163,17 +162,5 @@ func (r *Relay) sampleSlot(ctx context.Context, conn *pgx.Conn) error {
 		r.m.slotRetained.WithLabelValues(r.cfg.Slot).Set(float64(*s.RetainedBytes))
 	}
 	r.m.slotGauges.Observe(s)
-	return nil
-}
-
-func (r *Relay) writeState(ctx context.Context, conn *pgx.Conn, written *pglogrepl.LSN) error {
-	lsn := pglogrepl.LSN(r.confirmed.Load())
-	if lsn <= *written {
-		return nil
-	}
-	if err := writeState(ctx, conn, r.cfg.Slot, lsn); err != nil {
-		return err
-	}
-	*written = lsn
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -18,10 +19,14 @@ const DefaultKafkaProbeInterval = 5 * time.Second
 // longer.
 const minKafkaProbeTimeout = 5 * time.Second
 
-// watchKafka probes the session's client every KafkaProbeInterval until ctx
-// ends, and reports each result to setKafka. One probe at most is in flight;
-// it ends at the latest when the session closes the client.
-func (r *Relay) watchKafka(ctx context.Context, client sarama.Client) {
+// watchKafka probes the brokers every KafkaProbeInterval until ctx ends,
+// and reports each result to setKafka. The probe runs on a client of its
+// own, with connections of its own: on the producer's connections (one open
+// request each) it waited behind produce requests and reported a Kafka that
+// answered as unreachable. One probe at most is in flight.
+func (r *Relay) watchKafka(ctx context.Context) {
+	p := &kafkaProbe{brokers: r.cfg.Kafka.Brokers, sc: r.probeConfig()}
+	defer p.close()
 	tick := time.NewTicker(r.cfg.KafkaProbeInterval)
 	defer tick.Stop()
 	timeout := max(2*r.cfg.KafkaProbeInterval, minKafkaProbeTimeout)
@@ -35,7 +40,7 @@ func (r *Relay) watchKafka(ctx context.Context, client sarama.Client) {
 		}
 		if inflight == nil {
 			inflight, began = make(chan error, 1), time.Now()
-			go func(done chan<- error) { done <- probeBrokers(client) }(inflight)
+			go func(done chan<- error) { done <- p.probe() }(inflight)
 		}
 		wait := time.NewTimer(timeout - time.Since(began))
 		select {
@@ -50,28 +55,98 @@ func (r *Relay) watchKafka(ctx context.Context, client sarama.Client) {
 	}
 }
 
-// probeBrokers asks every broker the client knows for its API versions, the
-// cheapest request there is, until one answers: Kafka is reachable when any
-// broker is. A broker whose connection broke is closed by sarama and dialled
-// again by the next probe.
-func probeBrokers(client sarama.Client) error {
+// probeConfig is the probe client's configuration: the relay's brokers,
+// security and timeouts, under a client id of its own.
+func (r *Relay) probeConfig() *sarama.Config {
+	sc := r.cfg.Kafka.Base()
+	sc.ClientID += "-probe"
+	sc.Metadata.AllowAutoTopicCreation = false
+	return sc
+}
+
+// kafkaProbe asks the brokers whether they answer, on its own client. The
+// client is made by the first probe that can and kept until close.
+type kafkaProbe struct {
+	brokers []string
+	sc      *sarama.Config
+	mu      sync.Mutex
+	client  sarama.Client
+	closed  bool
+}
+
+// probe returns nil when any broker of the cluster answers. Every known
+// broker is asked at once, so a frozen one (which answers nothing until the
+// request timeout) does not hide the others.
+func (p *kafkaProbe) probe() error {
+	client, err := p.connect()
+	if err != nil {
+		return err
+	}
 	brokers := client.Brokers()
 	if len(brokers) == 0 {
 		if b := client.LeastLoadedBroker(); b != nil {
 			brokers = []*sarama.Broker{b}
 		}
 	}
-	errs := []error{errors.New("no broker known")}
-	for _, b := range brokers {
+	if len(brokers) == 0 {
+		return errors.New("no broker known")
+	}
+	return firstAnswer(len(brokers), func(i int) error {
+		b := brokers[i]
 		_ = b.Open(client.Config()) // ErrAlreadyConnected when open
-		_, err := b.ApiVersions(&sarama.ApiVersionsRequest{})
+		if _, err := b.ApiVersions(&sarama.ApiVersionsRequest{}); err != nil {
+			// sarama keeps failing a connection that timed out; the
+			// next probe dials again.
+			_ = b.Close()
+			return fmt.Errorf("broker %s: %w", b.Addr(), err)
+		}
+		return nil
+	})
+}
+
+// connect returns the probe's client, making it when there is none yet (a
+// failure is the probe's answer: no broker gave the cluster's metadata).
+func (p *kafkaProbe) connect() (sarama.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("probe closed")
+	}
+	if p.client == nil {
+		c, err := sarama.NewClient(p.brokers, p.sc)
+		if err != nil {
+			return nil, err
+		}
+		p.client = c
+	}
+	return p.client, nil
+}
+
+// close closes the probe's client; a probe in flight ends with an error.
+func (p *kafkaProbe) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.client != nil {
+		_ = p.client.Close()
+	}
+}
+
+// firstAnswer runs ask(0) … ask(n-1) at once and returns nil as soon as one
+// returns nil, or every error (errors.Join) when none does. Calls still
+// running when it returns finish on their own.
+func firstAnswer(n int, ask func(i int) error) error {
+	results := make(chan error, n)
+	for i := range n {
+		go func() { results <- ask(i) }()
+	}
+	var errs []error
+	for range n {
+		err := <-results
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("broker %s: %w", b.Addr(), err))
-	}
-	if len(errs) > 1 {
-		errs = errs[1:]
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

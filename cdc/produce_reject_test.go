@@ -52,6 +52,27 @@ func alterTopic(t testing.TB, brokers []string, topic, name, value string) {
 	time.Sleep(time.Second) // the broker applies topic configs asynchronously
 }
 
+// firstEventThenStop starts a relay on a fresh database, publishes one
+// event of key k1 and stops the relay: the topic exists (to be altered)
+// and later rows are a backlog for the next relay.
+func firstEventThenStop(t *testing.T, env *testenv.Env) (Config, *pgx.Conn, string, uuid.UUID, *collector) {
+	t.Helper()
+	url := env.NewDatabase(t)
+	cfg := testConfig(t, url, env.Brokers)
+	db := connect(t, url)
+	topic := cfg.TopicPrefix + "orders"
+	r := startRelay(t, cfg)
+	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	first := uuid.New()
+	insertEvent(t, db, first, "k1", 100)
+	col := consume(t, env.Brokers, topic)
+	waitDistinct(t, col, map[uuid.UUID]int{first: 1}, 30*time.Second)
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, db, topic, first, col
+}
+
 // TestInvalidTimestampIsSetAside makes the broker refuse a record for good:
 // the topic accepts timestamps at most 1 s old and the record's timestamp is
 // its transaction's commit time, 3 s ago when the relay reads it. The relay
@@ -60,19 +81,7 @@ func alterTopic(t testing.TB, brokers []string, topic, name, value string) {
 // session forever.
 func TestInvalidTimestampIsSetAside(t *testing.T) {
 	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	cfg := testConfig(t, url, env.Brokers)
-	db := connect(t, url)
-	topic := cfg.TopicPrefix + "orders"
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
-	e1 := uuid.New()
-	insertEvent(t, db, e1, "k1", 100)
-	col := consume(t, env.Brokers, topic)
-	waitDistinct(t, col, map[uuid.UUID]int{e1: 1}, 30*time.Second)
-	if err := r.stop(); err != nil {
-		t.Fatal(err)
-	}
+	cfg, db, topic, _, col := firstEventThenStop(t, env)
 
 	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "1000")
 	e2 := uuid.New()
@@ -80,7 +89,7 @@ func TestInvalidTimestampIsSetAside(t *testing.T) {
 	afterE2 := currentLSN(t, db)
 	time.Sleep(3 * time.Second) // e2's commit time is now older than the topic accepts
 
-	r = startRelay(t, cfg)
+	r := startRelay(t, cfg)
 	waitFor(t, 30*time.Second, "e2 in outbox_rejected", func() bool { return rejectedReason(t, db, e2) != "" })
 	if reason := rejectedReason(t, db, e2); !strings.Contains(reason, "timestamp") {
 		t.Errorf("reason %q does not give the broker's reason", reason)
@@ -135,19 +144,7 @@ func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
 // in the same session.
 func TestOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	env := testenv.Shared(t)
-	url := env.NewDatabase(t)
-	cfg := testConfig(t, url, env.Brokers)
-	db := connect(t, url)
-	topic := cfg.TopicPrefix + "orders"
-	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
-	first := uuid.New()
-	insertEvent(t, db, first, "k1", 100)
-	col := consume(t, env.Brokers, topic)
-	waitDistinct(t, col, map[uuid.UUID]int{first: 1}, 30*time.Second)
-	if err := r.stop(); err != nil {
-		t.Fatal(err)
-	}
+	cfg, db, topic, first, col := firstEventThenStop(t, env)
 
 	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "4000")
 	old := []uuid.UUID{uuid.New(), uuid.New()}
@@ -159,7 +156,7 @@ func TestOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	for _, id := range fresh {
 		insertEvent(t, db, id, "k1", 100)
 	}
-	r = startRelay(t, cfg)
+	r := startRelay(t, cfg)
 	waitDistinct(t, col, map[uuid.UUID]int{first: 1, fresh[0]: 1, fresh[1]: 1}, 30*time.Second)
 	for _, id := range old {
 		if reason := rejectedReason(t, db, id); !strings.Contains(reason, "timestamp") {

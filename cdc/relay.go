@@ -34,6 +34,8 @@ type Relay struct {
 	catalog *outbox.Catalog // the mapping as checked at the session's start
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
+	pos       serverPos     // the server of confirmed
+	checkNow  chan struct{} // asks for a failover check (a session started streaming)
 
 	mu       sync.Mutex
 	state    string // connecting, streaming, standby, reconnecting
@@ -66,7 +68,8 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready Readines
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), suspects: newSuspectSet(), state: stateConnecting}
+	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), suspects: newSuspectSet(),
+		state: stateConnecting, checkNow: make(chan struct{}, 1)}
 	r.limits.log = r.log
 	if ready != nil {
 		ready.Add("cdc", r.ready)
@@ -133,7 +136,7 @@ func (r *Relay) Run(ctx context.Context) error {
 
 func (r *Relay) loop(ctx context.Context) error {
 	failures := 0
-	standbyLogged := false
+	said := "" // the waiting line last logged
 	for {
 		r.m.sessions.Inc()
 		began := time.Now()
@@ -143,28 +146,32 @@ func (r *Relay) loop(ctx context.Context) error {
 			return nil
 		}
 		var fe *FatalError
-		var sb *standbyError
-		switch {
-		case errors.As(err, &fe):
+		if errors.As(err, &fe) {
 			r.setState(stateReconnecting, err)
 			r.log.Error("relay stopped", "err", err)
 			return err
-		case errors.As(err, &sb):
-			if !standbyLogged {
-				r.log.Info(fmt.Sprintf("slot %s is active for PID %d; waiting as standby", r.cfg.Slot, sb.pid))
-				standbyLogged = true
+		}
+		if state, line, retry, ok := r.waiting(err); ok {
+			if line != said {
+				r.log.Info(line)
+				said = line
 			}
-			r.setState(stateStandby, nil)
+			why := err
+			if state == stateStandby {
+				why = nil // a healthy standby
+			}
+			r.setState(state, why)
 			failures = 0
-			if !sleep(ctx, r.cfg.StandbyRetry) {
+			if !sleep(ctx, retry) {
 				return nil
 			}
 			continue
-		case errors.Is(err, errLimitLowered):
+		}
+		if errors.Is(err, errLimitLowered) {
 			r.log.Info("restarting session with a lower record limit", "max_message_bytes", r.limits.current())
 			continue
 		}
-		standbyLogged = false
+		said = ""
 		if time.Since(began) > time.Minute {
 			failures = 0
 		}
@@ -177,6 +184,22 @@ func (r *Relay) loop(ctx context.Context) error {
 		}
 		failures++
 	}
+}
+
+// waiting tells whether a session ended to wait rather than failed: another
+// relay streams from the slot (standby), or the server is in recovery (a
+// standby server, or one being promoted). Neither counts as a session
+// error; ok is false for anything else.
+func (r *Relay) waiting(err error) (state, line string, retry time.Duration, ok bool) {
+	var sb *standbyError
+	var rec *recoveryError
+	switch {
+	case errors.As(err, &sb):
+		return stateStandby, fmt.Sprintf("slot %s is active for PID %d; waiting as standby", r.cfg.Slot, sb.pid), r.cfg.StandbyRetry, true
+	case errors.As(err, &rec):
+		return stateConnecting, err.Error() + "; trying again every second", recoveryRetry, true
+	}
+	return "", "", 0, false
 }
 
 func sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) }
@@ -194,13 +217,10 @@ func (r *Relay) session(ctx context.Context) error {
 	db, err := connectSQL(cctx, r.cfg.PGURL)
 	cancel()
 	if err != nil {
-		return err
+		return noPrimary(err)
 	}
 	defer closeConn(ctx, db.Close)
-	if err := checkWalLevel(ctx, db); err != nil {
-		return err
-	}
-	if err := checkPublication(ctx, db, r.cfg.Publication); err != nil {
+	if err := checkServer(ctx, db, r.cfg.Publication); err != nil {
 		return err
 	}
 	schema, table, _ := r.cfg.outboxTable()
@@ -233,7 +253,7 @@ func (r *Relay) session(ctx context.Context) error {
 	repl, err := connectReplication(cctx, r.cfg.PGURL)
 	cancel()
 	if err != nil {
-		return err
+		return noPrimary(err)
 	}
 	defer closeConn(ctx, repl.Close)
 	sys, err := pglogrepl.IdentifySystem(ctx, repl)
@@ -242,6 +262,9 @@ func (r *Relay) session(ctx context.Context) error {
 	}
 	start, err := r.prepareSlot(ctx, db, repl)
 	if err != nil {
+		return err
+	}
+	if err := r.beginPosition(ctx, db, start); err != nil {
 		return err
 	}
 	rejected, err := loadRejected(ctx, db, start)
@@ -261,6 +284,7 @@ func (r *Relay) session(ctx context.Context) error {
 	bound := receiveBound(r.cfg.ReceiveTimeout, r.cfg.HeartbeatInterval, interval, wst)
 	unlockSlot(ctx, db, r.cfg.Slot) // the active slot keeps other relays standing by
 	r.setState(stateStreaming, nil)
+	r.askFailoverCheck()
 	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
 	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)
 }
@@ -322,7 +346,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	dec.SetPayloadType(r.catalog.Types[r.cfg.Mapping.Payload])
 	dec.BorrowEvents() // publish builds the record before the next receive
 	st := &stream{
-		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping),
+		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: r.builder(fail),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
 	}
 	// The feeder stops when the stream is done, even while it waits on
@@ -348,7 +372,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	})
 	wctx, stopWatch := context.WithCancel(sctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); r.watchKafka(wctx, ps.client) }()
+	go func() { defer close(watched); r.watchKafka(wctx) }()
 	err := g.Wait()
 	stopWatch()
 	<-watched
@@ -363,6 +387,16 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 		return errors.New("stream ended")
 	}
 	return nil
+}
+
+// builder is the session's record builder. A value converter that cannot
+// reach what it needs (a schema registry: outbox.ErrUnavailable) ends the
+// session with that cause before its event reaches the feeder, whose
+// context is then done: the event is neither produced nor set aside, and
+// the relay retries it from the slot with backoff, its readiness saying
+// why meanwhile.
+func (r *Relay) builder(fail context.CancelCauseFunc) *outbox.Builder {
+	return outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping).OnUnavailable(func(err error) { fail(err) })
 }
 
 // onConfirm records a position sent to the slot.

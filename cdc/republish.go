@@ -197,6 +197,8 @@ func readRepublishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q 
 		switch err := build.Build(&p.rec, e); {
 		case row.Problem != "": // the relay's rule too: see pgoutput.RowError
 			p.reason = row.Problem
+		case outbox.IsUnavailable(err):
+			return err // an outage, never a reason to set the row aside
 		case err != nil:
 			p.reason = err.Error()
 		}

@@ -110,6 +110,7 @@ type slotState struct {
 	confirmed pglogrepl.LSN // zero when NULL
 	walStatus string
 	activePID int32 // zero when inactive
+	failover  bool  // a PostgreSQL 17 failover slot
 }
 
 // readSlot reads the slot through internal/slots, the one home of the
@@ -123,7 +124,7 @@ func readSlot(ctx context.Context, conn *pgx.Conn, slot string) (slotState, erro
 		return slotState{}, err
 	}
 	s := slotState{exists: true, plugin: got.Plugin, slotType: got.Type, database: got.Database,
-		walStatus: got.WALStatus, activePID: got.ActivePID}
+		walStatus: got.WALStatus, activePID: got.ActivePID, failover: got.Failover}
 	if got.ConfirmedFlushLSN != "" {
 		if s.confirmed, err = pglogrepl.ParseLSN(got.ConfirmedFlushLSN); err != nil {
 			return s, fmt.Errorf("parse confirmed_flush_lsn of slot %s: %w", slot, err)
@@ -141,14 +142,15 @@ func deref(p *string) string {
 
 // stateRow is this database's memory of having streamed from a slot.
 type stateRow struct {
-	exists    bool
-	confirmed string
-	updatedAt time.Time
+	exists      bool
+	confirmed   string
+	updatedAt   time.Time
+	recoverFrom time.Time // where a recovery republishes from (slots.RelayRecord.RecoverFrom)
 }
 
 func readState(ctx context.Context, conn *pgx.Conn, slot string) (stateRow, error) {
 	rec, ok, err := slots.ReadRelayRecord(ctx, conn, slot)
-	return stateRow{exists: ok, confirmed: rec.ConfirmedLSN, updatedAt: rec.UpdatedAt}, err
+	return stateRow{exists: ok, confirmed: rec.ConfirmedLSN, updatedAt: rec.UpdatedAt, recoverFrom: rec.RecoverFrom()}, err
 }
 
 // writeState records a confirmed position; it never moves the row backwards.
@@ -159,11 +161,13 @@ func writeState(ctx context.Context, conn *pgx.Conn, slot string, lsn pglogrepl.
 // recovery is the operator's way out of a slot that cannot be used: a new
 // slot whose snapshot backfill covers everything since the last
 // confirmation, published before the new slot's stream, so each key keeps
-// its order. An hour of margin, since rows carry their transaction's start
-// time: duplicates are harmless, gaps are not.
+// its order. since is relay_state's recover_since (the start of the oldest
+// transaction open before the last confirmed commit), or an hour before the
+// last confirmation when the relay could not measure it: rows carry their
+// transaction's start time, duplicates are harmless, gaps are not.
 func recovery(slot string, since time.Time) string {
 	return fmt.Sprintf("recover: eventforge slot drop --slot %s --yes (drops the slot and its relay_state row), then eventforge cdc run --backfill-since %s (creates a new slot and publishes the rows since then from its snapshot before streaming; event IDs are unchanged, so consumers dedupe)",
-		slot, since.Add(-time.Hour).UTC().Format(time.RFC3339))
+		slot, since.UTC().Format(time.RFC3339)) // whole seconds, rounded down
 }
 
 // prepareSlot checks the slot (creating it on first use, with the backfill
@@ -171,6 +175,10 @@ func recovery(slot string, since time.Time) string {
 // from: its confirmed_flush_lsn, or a new slot's consistent point.
 func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
+	failover, err := r.failoverFor(ctx, sqlConn)
+	if err != nil {
+		return 0, err
+	}
 	s, err := readSlot(ctx, sqlConn, slot)
 	if err != nil {
 		return 0, err
@@ -185,25 +193,37 @@ func (r *Relay) prepareSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn
 		}
 	}
 	if st.exists && st.confirmed == backfillPending.String() {
-		return r.redoBackfill(ctx, sqlConn, repl, s)
+		return r.redoBackfill(ctx, sqlConn, repl, s, failover)
 	}
 	if !s.exists {
 		if st.exists {
 			return 0, fatalf(ErrSlotMissing, "replication slot %s is missing although this relay confirmed %s on it (last at %s); it is not recreated silently because events after that point would be skipped; %s",
-				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.updatedAt))
+				slot, st.confirmed, st.updatedAt.UTC().Format(time.RFC3339), recovery(slot, st.recoverFrom))
 		}
-		return r.createSlot(ctx, sqlConn, repl)
+		return r.createSlot(ctx, sqlConn, repl, failover)
 	}
+	return r.resumeSlot(ctx, repl, s, st, failover)
+}
+
+// resumeSlot checks an existing slot that no backfill is pending on and
+// returns its confirmed position, making it a failover slot first when
+// failover asks for one.
+func (r *Relay) resumeSlot(ctx context.Context, repl *pgconn.PgConn, s slotState, st stateRow, failover bool) (pglogrepl.LSN, error) {
 	if s.walStatus == "lost" || s.confirmed == 0 {
-		since := st.updatedAt
+		since := st.recoverFrom
 		if !st.exists {
-			since = time.Now()
+			since = time.Now().Add(-slots.RecoveryMargin)
 		}
 		return 0, fatalf(ErrSlotLost, "replication slot %s can no longer stream (wal_status %q: the server removed WAL it needed, see max_slot_wal_keep_size); %s",
-			slot, s.walStatus, recovery(slot, since))
+			r.cfg.Slot, s.walStatus, recovery(r.cfg.Slot, since))
 	}
 	if _, asked := r.cfg.backfillRange(); asked {
 		r.log.Info("the slot exists: the backfill applies only when the relay creates the slot", "confirmed", s.confirmed)
+	}
+	if failover && !s.failover {
+		if err := r.convertSlot(ctx, repl); err != nil {
+			return 0, err
+		}
 	}
 	return s.confirmed, nil
 }

@@ -194,6 +194,9 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	p := &pending{id: e.ID, lsn: lsn, commit: e.CommitTime, txn: s.final}
 	s.txnEvents++
 	if err := s.build.Build(&p.rec, e); err != nil {
+		if outbox.IsUnavailable(err) {
+			return err // a schema registry did not answer: the session ends and retries; never set aside
+		}
 		p.reason = err.Error()
 		p.rec.Msg = sarama.ProducerMessage{Topic: s.build.Topic(e)}
 	}

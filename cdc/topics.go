@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,7 +111,8 @@ func (t *topics) ensure(ctx context.Context, topic string) error {
 	}
 	t.limits.set(topic, conf.maxMessageBytes-batchOverhead)
 	if t.limits.firstUse(topic) {
-		if w := durabilityWarning(topic, conf.minInsyncReplicas, len(t.client.Brokers())); w != "" {
+		conf.replicationFactor = t.replicationFactor(topic)
+		if w := durabilityWarning(topic, conf, len(t.client.Brokers())); w != "" {
 			t.limits.log.Warn(w)
 		}
 	}
@@ -204,12 +206,21 @@ func topicDetail(cfg *Config) *sarama.TopicDetail {
 type topicConf struct {
 	maxMessageBytes   int
 	minInsyncReplicas int
+	replicationFactor int  // fewest replicas of a partition; 0: unknown
+	uncleanElection   bool // unclean.leader.election.enable
 }
+
+// Topic configuration entries the relay reads.
+const (
+	confMaxMessageBytes   = "max.message.bytes"
+	confMinInsyncReplicas = "min.insync.replicas"
+	confUncleanElection   = "unclean.leader.election.enable"
+)
 
 func (t *topics) topicConfig(topic string) (topicConf, error) {
 	var c topicConf
 	entries, err := kafka.DescribeConfig(t.admin, sarama.ConfigResource{
-		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"max.message.bytes", "min.insync.replicas"},
+		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{confMaxMessageBytes, confMinInsyncReplicas, confUncleanElection},
 	})
 	if err != nil {
 		return c, fmt.Errorf("describe topic %s: %w", topic, err)
@@ -218,10 +229,13 @@ func (t *topics) topicConfig(topic string) (topicConf, error) {
 	for _, e := range entries {
 		var dst *int
 		switch e.Name {
-		case "max.message.bytes":
+		case confMaxMessageBytes:
 			dst = &c.maxMessageBytes
-		case "min.insync.replicas":
+		case confMinInsyncReplicas:
 			dst = &c.minInsyncReplicas
+		case confUncleanElection:
+			c.uncleanElection = e.Value == "true"
+			continue
 		default:
 			continue
 		}
@@ -231,26 +245,63 @@ func (t *topics) topicConfig(topic string) (topicConf, error) {
 		}
 		*dst, found[e.Name] = v, true
 	}
-	if !found["max.message.bytes"] {
+	if !found[confMaxMessageBytes] {
 		return c, fmt.Errorf("describe topic %s: no max.message.bytes", topic)
 	}
-	if !found["min.insync.replicas"] {
+	if !found[confMinInsyncReplicas] {
 		c.minInsyncReplicas = 1 // Kafka's default
 	}
 	return c, nil
 }
 
-// durabilityWarning is the warning for a topic whose min.insync.replicas
-// lets an acknowledged record live on a single broker although the cluster
-// has enough brokers for more: when that broker is lost, so is the record,
-// after the slot was confirmed past it. "" when there is nothing to say
-// (a cluster of fewer than 3 brokers cannot do better safely).
-func durabilityWarning(topic string, minInsyncReplicas, brokers int) string {
-	if brokers < 3 || minInsyncReplicas >= 2 {
+// durabilityWarning is the one-line warning for a topic whose settings let
+// a record the brokers acknowledged be lost with a single broker, although
+// the cluster has brokers enough to keep it: a replication factor of 1,
+// min.insync.replicas 1 (on 3 brokers or more: with 2, requiring both would
+// stop every write while one is down), or unclean leader election (an
+// out-of-sync replica may become leader and truncate acknowledged records).
+// The slot is confirmed past an acknowledged event, so nothing would send it
+// again. "" when there is nothing to say.
+func durabilityWarning(topic string, c topicConf, brokers int) string {
+	if brokers < 2 {
 		return ""
 	}
-	return fmt.Sprintf("topic %s has min.insync.replicas=%d on a cluster of %d brokers: an acknowledged event may be lost with a single broker; set min.insync.replicas=2 on the topic (or --topic-min-insync-replicas for topics the relay creates)",
-		topic, minInsyncReplicas, brokers)
+	var problems []string
+	if c.replicationFactor == 1 {
+		problems = append(problems, "replication factor 1 (recreate the topic with 3 replicas, or set --topic-replication-factor for topics the relay creates)")
+	}
+	if c.minInsyncReplicas < 2 && brokers >= 3 && c.replicationFactor != 1 {
+		problems = append(problems, fmt.Sprintf("min.insync.replicas=%d (set min.insync.replicas=2 on the topic, or --topic-min-insync-replicas for topics the relay creates)", c.minInsyncReplicas))
+	}
+	if c.uncleanElection {
+		problems = append(problems, "unclean.leader.election.enable=true (set it to false)")
+	}
+	if len(problems) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("topic %s may lose acknowledged events with a single broker on a cluster of %d brokers: %s",
+		topic, brokers, strings.Join(problems, "; "))
+}
+
+// replicationFactor is the fewest replicas of any partition of topic, 0
+// when the cluster does not say.
+func (t *topics) replicationFactor(topic string) int {
+	md, err := t.admin.DescribeTopics([]string{topic})
+	if err != nil {
+		return 0
+	}
+	rf := 0
+	for _, m := range md {
+		if m.Name != topic {
+			continue
+		}
+		for _, p := range m.Partitions {
+			if rf == 0 || len(p.Replicas) < rf {
+				rf = len(p.Replicas)
+			}
+		}
+	}
+	return rf
 }
 
 // missingTopicWait bounds how long the first event of a session that goes to

@@ -93,6 +93,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer takes the Runner's metrics. Default: a private registry.
 	Registerer prometheus.Registerer
+	// ValueDecoder, when set, reads every record's value before the event
+	// is parsed (schema registry values become JSON); see ValueDecoder.
+	ValueDecoder ValueDecoder
 
 	hooks hooks // test seams; zero in production
 }
@@ -203,9 +206,25 @@ func positive[T int | time.Duration](field string, v T) error {
 	return nil
 }
 
-// consumerConfig is the sarama configuration of the consumer group.
+// consumerRetryBackoff is the pause before a partition whose fetch failed
+// looks for its leader again.
+const consumerRetryBackoff = 500 * time.Millisecond
+
+// minGroupRequestTimeout is the least request timeout of the consumer
+// group's connections. The group coordinator holds a join's response while
+// the group forms: group.initial.rebalance.delay.ms (3 s by default) for a
+// group with no member yet, which is every worker deployment's start. sarama
+// has one read timeout for every request, so a shorter one would time the
+// join out and retry it without end.
+const minGroupRequestTimeout = 5 * time.Second
+
+// consumerConfig is the sarama configuration of the consumer group. Its
+// network timeouts are Config.Kafka.Timeouts, the read timeout at least
+// minGroupRequestTimeout: a fetch, a heartbeat or a join waits on a broker
+// at most that long (docs/operations.md#kafka-timeouts).
 func (c Config) consumerConfig() *sarama.Config {
 	sc := c.Kafka.Base()
+	sc.Net.ReadTimeout = max(sc.Net.ReadTimeout, minGroupRequestTimeout)
 	// A worker never creates the topics it reads: the relay owns them, and
 	// an auto-created topic would get the broker's default partition count.
 	sc.Metadata.AllowAutoTopicCreation = false
@@ -224,6 +243,10 @@ func (c Config) consumerConfig() *sarama.Config {
 	sc.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategySticky()}
 	sc.Consumer.Group.Session.Timeout = c.SessionTimeout
 	sc.Consumer.Group.Heartbeat.Interval = c.SessionTimeout / 3
+	// A fetch that failed (a frozen leader's connection timed out) looks
+	// for the partition's leader again after this pause, not sarama's 2 s:
+	// the new leader is read as soon as Kafka has elected it.
+	sc.Consumer.Retry.Backoff = consumerRetryBackoff
 	sc.ChannelBufferSize = max(256, c.BatchSize)
 	return sc
 }

@@ -38,7 +38,16 @@ type fixture struct {
 func newFixture(t *testing.T, partitions int32) *fixture {
 	t.Helper()
 	env := testenv.Shared(t)
-	f := &fixture{env: env, dbURL: env.NewDatabase(t), brokers: env.Brokers,
+	f := fixtureOn(t, env, env.NewDatabase(t), env.Brokers)
+	createTopic(t, f.brokers, f.topic, partitions)
+	return f
+}
+
+// fixtureOn is a fixture on the database at dbURL and the brokers given,
+// without its topic.
+func fixtureOn(t *testing.T, env *testenv.Env, dbURL string, brokers []string) *fixture {
+	t.Helper()
+	f := &fixture{env: env, dbURL: dbURL, brokers: brokers,
 		topic: testenv.UniqueName("wt"), group: testenv.UniqueName("wg")}
 	pool, err := pgxpool.New(context.Background(), f.dbURL)
 	if err != nil {
@@ -46,7 +55,6 @@ func newFixture(t *testing.T, partitions int32) *fixture {
 	}
 	t.Cleanup(pool.Close)
 	f.pool = pool
-	createTopic(t, f.brokers, f.topic, partitions)
 	return f
 }
 

@@ -71,7 +71,9 @@ func (p *partitionWorker) process(ctx context.Context, msgs []*sarama.ConsumerMe
 	evs := make([]Event, len(msgs))
 	bad := make([]error, len(msgs))
 	for i, m := range msgs {
-		evs[i], bad[i] = decode(m)
+		if evs[i], bad[i] = p.r.decodeRecord(ctx, m); errors.Is(bad[i], errStopped) {
+			return errStopped
+		}
 	}
 	for i := 0; i < len(msgs); {
 		if ctx.Err() != nil {

@@ -1,12 +1,10 @@
 package worker_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/testenv"
@@ -22,14 +20,8 @@ func TestRunnerSurvivesPostgresRestart(t *testing.T) {
 	env := testenv.Shared(t)
 	pg := testenv.StartPostgres(t)
 	t.Logf("private PostgreSQL up after %s", time.Since(began).Round(time.Millisecond))
-	f := &fixture{env: env, dbURL: pg.URL(), brokers: env.Brokers,
-		topic: testenv.UniqueName("wt"), group: testenv.UniqueName("wg")}
-	pool, err := pgxpool.New(context.Background(), f.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	f.pool = pool
+	f := fixtureOn(t, env, pg.URL(), env.Brokers)
+	pool := f.pool
 	createTopic(t, f.brokers, f.topic, 3)
 
 	ids := make([]string, n)

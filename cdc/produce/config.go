@@ -28,6 +28,14 @@ type Config struct {
 	// sum of Record.Size); required: the smallest record limit of the
 	// topics written, so a generation always fits one batch.
 	MaxGenerationBytes int
+	// Linger is how long a partition's queued records may wait for more
+	// before they go out as a generation smaller than LingerBytes; default
+	// 0: a generation is cut as soon as the partition has none in flight.
+	Linger time.Duration
+	// LingerBytes is the generation size that ends a linger at once;
+	// default 0: with a Linger, only MaxGenerationRecords and
+	// MaxGenerationBytes end it early.
+	LingerBytes int
 	// MaxRequestBytes caps one produce request, which carries the
 	// generations of many partitions led by one broker; default 16 MiB.
 	MaxRequestBytes int
@@ -51,11 +59,14 @@ type Config struct {
 	Version sarama.KafkaVersion
 }
 
-// FromSarama takes the compression, timeout and version of a sarama
+// FromSarama takes the compression, flush settings (Flush.Frequency as
+// Linger, Flush.Bytes as LingerBytes), timeout and version of a sarama
 // producer configuration.
 func FromSarama(sc *sarama.Config, maxGenerationBytes int) Config {
 	return Config{
 		MaxGenerationBytes: maxGenerationBytes,
+		Linger:             sc.Producer.Flush.Frequency,
+		LingerBytes:        sc.Producer.Flush.Bytes,
 		Codec:              sc.Producer.Compression,
 		CompressionLevel:   sc.Producer.CompressionLevel,
 		Timeout:            sc.Producer.Timeout,
@@ -65,28 +76,22 @@ func FromSarama(sc *sarama.Config, maxGenerationBytes int) Config {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.MaxGenerationRecords == 0 {
-		c.MaxGenerationRecords = DefaultMaxGenerationRecords
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.RetryFirst == 0 {
-		c.RetryFirst = DefaultRetryFirst
-	}
-	if c.RetryMost == 0 {
-		c.RetryMost = DefaultRetryMost
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Version == (sarama.KafkaVersion{}) {
-		c.Version = sarama.V2_8_0_0
-	}
+	orDefault(&c.MaxGenerationRecords, DefaultMaxGenerationRecords)
+	orDefault(&c.MaxRequestBytes, DefaultMaxRequestBytes)
+	orDefault(&c.MaxAttempts, DefaultMaxAttempts)
+	orDefault(&c.RetryFirst, DefaultRetryFirst)
+	orDefault(&c.RetryMost, DefaultRetryMost)
+	orDefault(&c.Timeout, DefaultTimeout)
+	orDefault(&c.Version, sarama.V2_8_0_0)
 	return c
+}
+
+// orDefault sets *p to def when it is the zero value.
+func orDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
 }
 
 // Validate reports every invalid field.
@@ -103,6 +108,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes < c.MaxGenerationBytes {
 		add("MaxRequestBytes", "%d: must hold one generation (%d bytes)", c.MaxRequestBytes, c.MaxGenerationBytes)
+	}
+	if c.Linger < 0 || c.LingerBytes < 0 {
+		add("Linger", "%v, LingerBytes %d: must not be negative", c.Linger, c.LingerBytes)
 	}
 	if c.MaxAttempts < 1 {
 		add("MaxAttempts", "%d: must be at least 1", c.MaxAttempts)

@@ -91,6 +91,8 @@ type Engine[T any] struct {
 	parts   map[partKey]*partition
 	counts  map[string]int // partition count per topic
 	dirty   []*partition   // may have a generation to cut
+	linger  *time.Timer    // wakes Run when a lingering partition is due
+	lingerC <-chan time.Time
 	senders map[*sarama.Broker]*sender[T]
 	results chan *flight
 	retry   chan *partition
@@ -108,12 +110,14 @@ type partKey struct {
 type partition struct {
 	partKey
 	queue    []*Record
+	bytes    int         // of the queue's records
 	gen      *generation // in flight, or waiting to be sent again
 	seq      int32       // the sequence number of the next generation
 	attempts int         // retriable refusals of gen
 	isolate  int         // records still to send one per generation
 	limit    int         // records per generation after a too-large refusal; 0: none
 	marked   bool        // in Engine.dirty
+	since    time.Time   // when the oldest queued record found p idle (Linger)
 }
 
 // New returns an engine with a producer id of its own (an idempotent
@@ -149,6 +153,11 @@ func (e *Engine[T]) Open() int { return e.open }
 // session; records not settled then are the caller's to send again.
 func (e *Engine[T]) Run(ctx context.Context, in <-chan T, untilSettled bool) error {
 	defer close(e.stopped)
+	defer func() {
+		if e.linger != nil {
+			e.linger.Stop()
+		}
+	}()
 	for {
 		var err error
 		if in, err = e.pump(ctx, in); err != nil {
@@ -173,6 +182,8 @@ func (e *Engine[T]) Run(ctx context.Context, in <-chan T, untilSettled bool) err
 			}
 		case p := <-e.retry:
 			e.send(p.gen)
+		case <-e.lingerC:
+			e.lingerC = nil
 		case <-ctx.Done():
 			return nil
 		}
@@ -238,6 +249,7 @@ func (e *Engine[T]) admit(ctx context.Context, item T) error {
 	}
 	e.open++
 	p.queue = append(p.queue, r)
+	p.bytes += r.Size
 	e.mark(p)
 	return nil
 }
@@ -281,16 +293,57 @@ func (e *Engine[T]) mark(p *partition) {
 	}
 }
 
-// flush cuts a generation on every marked partition that has none.
+// flush cuts a generation on every marked partition that has none and
+// need not linger; a lingering partition stays marked, and Run wakes when
+// the first of them is due.
 func (e *Engine[T]) flush() {
-	for i, p := range e.dirty {
-		p.marked = false
-		e.dirty[i] = nil
-		if p.gen == nil && len(p.queue) > 0 {
-			e.send(e.cut(p))
+	now := time.Now()
+	var wake time.Time
+	keep := e.dirty[:0]
+	for _, p := range e.dirty {
+		if p.gen != nil || len(p.queue) == 0 {
+			p.marked, p.since = false, time.Time{}
+			continue
 		}
+		if due := e.lingerUntil(p, now); due.After(now) {
+			keep = append(keep, p)
+			if wake.IsZero() || due.Before(wake) {
+				wake = due
+			}
+			continue
+		}
+		p.marked, p.since = false, time.Time{}
+		e.send(e.cut(p))
 	}
-	e.dirty = e.dirty[:0]
+	clear(e.dirty[len(keep):])
+	e.dirty = keep
+	if !wake.IsZero() && e.lingerC == nil {
+		e.armLinger(wake.Sub(now))
+	}
+}
+
+// lingerUntil is when p's queue goes out at the latest: now when no
+// Linger is set or the queue fills a generation.
+func (e *Engine[T]) lingerUntil(p *partition, now time.Time) time.Time {
+	if e.cfg.Linger <= 0 || len(p.queue) >= e.cfg.MaxGenerationRecords || p.isolate > 0 {
+		return now
+	}
+	if p.bytes >= e.cfg.MaxGenerationBytes || (e.cfg.LingerBytes > 0 && p.bytes >= e.cfg.LingerBytes) {
+		return now
+	}
+	if p.since.IsZero() {
+		p.since = now
+	}
+	return p.since.Add(e.cfg.Linger)
+}
+
+func (e *Engine[T]) armLinger(d time.Duration) {
+	if e.linger == nil {
+		e.linger = time.NewTimer(d)
+	} else {
+		e.linger.Reset(d)
+	}
+	e.lingerC = e.linger.C
 }
 
 // cut takes p's next generation off its queue.
@@ -314,6 +367,7 @@ func (e *Engine[T]) cut(p *partition) *generation {
 	g := &generation{part: p, records: append([]*Record(nil), p.queue[:n]...), firstSeq: p.seq, bytes: bytes}
 	clear(p.queue[:n])
 	p.queue = p.queue[n:]
+	p.bytes -= bytes
 	if len(p.queue) == 0 {
 		p.queue = nil // let the backing array go
 	}
@@ -493,6 +547,9 @@ func (e *Engine[T]) tooLarge(ctx context.Context, g *generation, err error) erro
 func (e *Engine[T]) requeue(p *partition, records []*Record) {
 	if len(records) > 0 {
 		p.queue = append(records, p.queue...)
+		for _, r := range records {
+			p.bytes += r.Size
+		}
 	}
 	p.gen, p.attempts = nil, 0
 	e.mark(p)

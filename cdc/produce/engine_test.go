@@ -99,6 +99,7 @@ type run struct {
 	keys     []string
 	tooLarge func(*Record, error) (string, error)
 	reject   error
+	gap      time.Duration // between records handed over
 }
 
 func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string, error) {
@@ -140,20 +141,28 @@ func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string,
 	}
 	cfg.Version = sc.Version
 	cfg.RetryFirst, cfg.RetryMost = time.Millisecond, 5*time.Millisecond
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = cfg.MaxGenerationBytes
+	}
 	eng, err := New(cfg, client, hooks, func(r *Record) *Record { return r }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := make(chan *Record, len(values))
-	for i, v := range values {
-		key := "k"
-		if r.keys != nil {
-			key = r.keys[i]
+	go func() {
+		for i, v := range values {
+			key := "k"
+			if r.keys != nil {
+				key = r.keys[i]
+			}
+			if i > 0 && r.gap > 0 {
+				time.Sleep(r.gap)
+			}
+			msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(key), Value: sarama.StringEncoder(v)}
+			in <- &Record{Msg: msg, Size: msg.ByteSize(2)}
 		}
-		msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(key), Value: sarama.StringEncoder(v)}
-		in <- &Record{Msg: msg, Size: msg.ByteSize(2)}
-	}
-	close(in)
+		close(in)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = eng.Run(ctx, in, true)
@@ -353,6 +362,33 @@ func TestEngineRandomRefusals(t *testing.T) {
 				t.Fatalf("delivered out of order: %q", delivered)
 			}
 			t.Logf("%d delivered, %d set aside, %d requests", len(delivered), len(values)-len(delivered), len(sent(b)))
+		})
+	}
+}
+
+// TestEngineLinger: records handed over 20 ms apart go out one generation
+// each without a linger, and as one generation within a 500 ms linger; a
+// linger ends early once LingerBytes are queued.
+func TestEngineLinger(t *testing.T) {
+	values := []string{"A", "B", "C"}
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"no linger", Config{}, []string{"p0@0:A", "p0@1:B", "p0@2:C"}},
+		{"linger", Config{Linger: 500 * time.Millisecond}, []string{"p0@0:A,B,C"}},
+		{"linger ended by bytes", Config{Linger: 500 * time.Millisecond, LingerBytes: 1}, []string{"p0@0:A", "p0@1:B", "p0@2:C"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := mockCluster(t, 1, ok(0))
+			if _, err := (run{cfg: c.cfg, gap: 20 * time.Millisecond}).do(t, b, values...); err != nil {
+				t.Fatal(err)
+			}
+			if got := sent(b); !slices.Equal(got, c.want) {
+				t.Errorf("produce requests %q, want %q", got, c.want)
+			}
 		})
 	}
 }

@@ -79,6 +79,7 @@ performance targets (PASS/MISS) and writes JSON.`,
 	fs.StringVar(&shapes, "shapes", bench.DefaultShapes, "transaction shapes of the drain stage, comma-separated: bulk (1,000-row transactions, a key per row), bulk:K (1,000-row transactions cycling over K keys: bulk:1 one hot key, bulk:1000 every transaction touching the same 1,000 keys), single (single-row transactions)")
 	fs.IntVar(&cfg.Repeat, "repeat", bench.DefaultRepeat, "runs of each drain shape and mode, each on a fresh database, and rounds of the steady stage, each running every mode in turn; above 1, a summary row per drain shape gives the median, min and max and flags runs below half the median events/s, and one per steady rate pools the runs' latency samples")
 	fs.IntVar(&cfg.Events, "events", bench.DefaultEvents, "backlog of the drain stage, per transaction shape")
+	fs.StringVar(&cfg.ValueSchema, "value-schema", "", "avro: run the drain stage again with the relay writing Avro values (cdc run --value-schema avro) against a schema registry the bench serves on loopback, and compare the two drains")
 	fs.DurationVar(&cfg.SteadyDuration, "steady-duration", bench.DefaultSteadyDuration, "how long each steady-state rate runs")
 	fs.StringVar(&rates, "rates", bench.DefaultRates, "steady-state rates, comma-separated EVENTS_PER_SEC[/ROWS_PER_TXN]; single-row transactions also insert an order")
 	fs.IntVar(&cfg.WorkerEvents, "worker-events", bench.DefaultWorkerEvents, "events applied by the worker in batch mode")

@@ -38,6 +38,7 @@ type relayFlags struct {
 	maxMessageBytes int
 	allowedTopics   []string
 	mapping         mappingFlags
+	schema          writerFlags
 }
 
 func (f *relayFlags) register(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (f *relayFlags) register(cmd *cobra.Command) {
 	fs.IntVar(&f.maxMessageBytes, "max-message-bytes", cdc.DefaultMaxMessageBytes, "largest record produced; larger events go to outbox_rejected")
 	fs.StringSliceVar(&f.allowedTopics, "allowed-topics", nil, "the only topics events may go to, comma-separated full names (prefix included) or patterns with * and ?, e.g. 'shop.orders,shop.payments.*'; events for others go to outbox_rejected (default: all)")
 	f.mapping.register(cmd, true)
+	f.schema.register(cmd)
 }
 
 func (f *relayFlags) config(cmd *cobra.Command) (cdc.Config, error) {
@@ -101,6 +103,8 @@ func newCDCRunCmd() *cobra.Command {
 		pprofOn           bool
 		backfill          backfillFlags
 		eos               eosFlags
+		slotFailover      string
+		standbyURL        string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -139,6 +143,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			cfg.MaxInFlightEvents, cfg.MaxInFlightBytes = maxEvents, maxBytes
 			cfg.HeartbeatInterval, cfg.StatusInterval, cfg.ShutdownTimeout = heartbeat, statusInterval, shutdownTimeout
 			cfg.ReceiveTimeout = receiveTimeout
+			cfg.SlotFailover, cfg.StandbyURL = slotFailover, standbyURL
 			eos.apply(&cfg)
 			if err := backfill.apply(&cfg); err != nil {
 				return err
@@ -152,6 +157,9 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			}
 			defer stopTracing()
 			reg := ops.NewRegistry()
+			if err := rf.schema.apply(cmd.Context(), &cfg, reg); err != nil {
+				return err
+			}
 			ready := &ops.Readiness{}
 			relay, err := cdc.New(cfg, log, reg, ready)
 			if err != nil {
@@ -183,6 +191,8 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 	fs := cmd.Flags()
 	fs.StringVar(&slot, "slot", cdc.DefaultSlot, "logical replication slot (created when missing)")
 	fs.StringVar(&publication, "publication", cdc.DefaultPublication, "publication of the outbox table (created by eventforge migrate)")
+	fs.StringVar(&slotFailover, "slot-failover", cdc.SlotFailoverAuto, "make the slot a PostgreSQL 17 failover slot, synchronised to standbys so the relay resumes on a promoted one: auto (on PostgreSQL 17 and later), on (stop on an older server) or off; an existing slot is converted before streaming")
+	fs.StringVar(&standbyURL, "standby-url", "", "a standby of the server (PostgreSQL URL): the failover check, at start and every minute, also asks whether it holds a synced copy of the slot")
 	fs.IntVar(&maxEvents, "max-in-flight-events", cdc.DefaultMaxInFlightEvents, "events produced but not yet acknowledged before the relay stops reading")
 	fs.Int64Var(&maxBytes, "max-in-flight-bytes", cdc.DefaultMaxInFlightBytes, "bytes of events produced but not yet acknowledged before the relay stops reading")
 	fs.DurationVar(&heartbeat, "heartbeat-interval", cdc.DefaultHeartbeatInterval, "interval of heartbeat messages that keep the slot moving while the outbox is quiet; 0 disables")

@@ -88,7 +88,7 @@ failure scenarios (run for real, with failpoints), and removes everything when i
 	fs.StringVar(&cfg.Topic, "topic", cfg.Topic, "read-only: the orders topic (prefix included)")
 	fs.StringVar(&cfg.Group, "group", cfg.Group, "read-only: the workers' consumer group")
 	fs.StringVar(&cfg.Consumer, "consumer", "", "read-only: the workers' processed_events consumer name (default: the group)")
-	fs.StringVar(&cfg.RelayMetrics, "relay-metrics-addr", "", "read-only: host:port of the relay's /metrics")
+	fs.StringVar(&cfg.RelayMetrics, "relay-metrics-addr", "", "read-only: host:port of the relay's /metrics (several, comma-separated: the active relay and its standbys)")
 	fs.StringSliceVar(&workers, "worker-metrics-addrs", nil, "read-only: host:port of each worker's /metrics, comma-separated")
 	fs.StringVar(&cfg.APIURL, "api-url", "", "read-only: the orders API's base URL, shown on the page")
 	fs.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil, "host names the console answers to besides the bind address, localhost and loopback addresses (others get 421), comma-separated")

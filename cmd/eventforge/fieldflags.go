@@ -18,19 +18,23 @@ import (
 func kafkaFlagNames() map[string]string {
 	const tls, sasl = "Config.Kafka.Security.TLS", "Config.Kafka.Security.SASL"
 	return map[string]string{
-		"Config.Kafka.Brokers":      "--kafka-brokers",
-		tls:                         "--kafka-tls",
-		tls + ".CAFile":             "--kafka-tls-ca-file",
-		tls + ".CertFile":           "--kafka-tls-cert-file",
-		tls + ".KeyFile":            "--kafka-tls-key-file",
-		tls + ".ServerName":         "--kafka-tls-server-name",
-		sasl:                        "--kafka-sasl-mechanism",
-		sasl + ".Mechanism":         "--kafka-sasl-mechanism",
-		sasl + ".User":              "--kafka-sasl-user",
-		sasl + ".Password":          "--kafka-sasl-password",
-		sasl + ".OAuthTokenFile":    "--kafka-oauth-token-file",
-		sasl + ".OAuthTokenCommand": "--kafka-oauth-token-command",
-		sasl + ".AWSRegion":         "--kafka-aws-region",
+		"Config.Kafka.Brokers":           "--kafka-brokers",
+		tls:                              "--kafka-tls",
+		tls + ".CAFile":                  "--kafka-tls-ca-file",
+		tls + ".CertFile":                "--kafka-tls-cert-file",
+		tls + ".KeyFile":                 "--kafka-tls-key-file",
+		tls + ".ServerName":              "--kafka-tls-server-name",
+		sasl:                             "--kafka-sasl-mechanism",
+		sasl + ".Mechanism":              "--kafka-sasl-mechanism",
+		sasl + ".User":                   "--kafka-sasl-user",
+		sasl + ".Password":               "--kafka-sasl-password",
+		sasl + ".OAuthTokenFile":         "--kafka-oauth-token-file",
+		sasl + ".OAuthTokenCommand":      "--kafka-oauth-token-command",
+		sasl + ".AWSRegion":              "--kafka-aws-region",
+		"Config.Kafka.Timeouts.Dial":     "--kafka-dial-timeout",
+		"Config.Kafka.Timeouts.Request":  "--kafka-request-timeout",
+		"Config.Kafka.Timeouts.Produce":  "--kafka-produce-timeout",
+		"Config.Kafka.Timeouts.Metadata": "--kafka-metadata-timeout",
 	}
 }
 
@@ -67,6 +71,8 @@ func relayFlagNames() map[string]string {
 		"Config.ExactlyOnce":            "--exactly-once",
 		"Config.PositionTopic":          "--position-topic",
 		"Config.TxnInterval":            "--txn-interval",
+		"Config.SlotFailover":           "--slot-failover",
+		"Config.StandbyURL":             "--standby-url",
 	})
 }
 

@@ -42,8 +42,9 @@ type kafkaFlags struct {
 
 	oauthTokenFile, oauthTokenCommand, awsRegion string
 
-	files secretFileFlags
-	cmd   *cobra.Command // where the secret-file warnings go (its stderr)
+	files    secretFileFlags
+	cmd      *cobra.Command // where the secret-file warnings go (its stderr)
+	timeouts kafka.Timeouts
 }
 
 func (k *kafkaFlags) register(cmd *cobra.Command) {
@@ -63,6 +64,10 @@ func (k *kafkaFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&k.oauthTokenFile, "kafka-oauth-token-file", "", "OAUTHBEARER: file holding the token, read again for every new connection and re-authentication")
 	fs.StringVar(&k.oauthTokenCommand, "kafka-oauth-token-command", "", "OAUTHBEARER: command (run by /bin/sh -c) whose stdout is the token; a JWT is reused until shortly before its exp")
 	fs.StringVar(&k.awsRegion, "kafka-aws-region", "", "AWS_MSK_IAM: the cluster's AWS region (default: $AWS_REGION); credentials come from the AWS SDK's default chain")
+	fs.DurationVar(&k.timeouts.Dial, "kafka-dial-timeout", kafka.DefaultDialTimeout, "bound on opening a connection to a broker")
+	fs.DurationVar(&k.timeouts.Request, "kafka-request-timeout", kafka.DefaultRequestTimeout, "bound on a request's write and its response's read: how long a frozen broker can hold a request (Kafka fences it after about 9 s)")
+	fs.DurationVar(&k.timeouts.Produce, "kafka-produce-timeout", kafka.DefaultProduceTimeout, "how long a partition leader waits for its in-sync replicas before answering a produce request; below --kafka-request-timeout")
+	fs.DurationVar(&k.timeouts.Metadata, "kafka-metadata-timeout", kafka.DefaultMetadataTimeout, "bound on one metadata refresh, its retries included")
 }
 
 // config is the Kafka configuration of a client named clientID, its TLS
@@ -78,7 +83,11 @@ func (k *kafkaFlags) config(clientID string) (kafka.Config, error) {
 	if err := sec.Validate(); err != nil { // before any connection, PostgreSQL's included
 		return kafka.Config{}, asFlags(err, kafkaFlagNames())
 	}
-	return kafka.Config{Brokers: kafka.ParseBrokers(k.brokers), ClientID: clientID, Security: sec}, nil
+	c := kafka.Config{Brokers: kafka.ParseBrokers(k.brokers), ClientID: clientID, Security: sec, Timeouts: k.timeouts}
+	if err := c.Timeouts.Validate(); err != nil {
+		return kafka.Config{}, asFlags(err, kafkaFlagNames())
+	}
+	return c, nil
 }
 
 // checkFiles warns about (or refuses) secret files others may read.

@@ -57,6 +57,9 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if err != nil {
 				return err
 			}
+			if err := rf.schema.apply(cmd.Context(), &cfg, nil); err != nil {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return asFlags(err, relayFlagNames())
 			}

@@ -45,9 +45,11 @@ func newSlotStatusCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "status [--slot NAME] [--json]",
-		Short: "Show replication slots: activity, wal_status, lag and retained WAL",
+		Short: "Show replication slots: activity, wal_status, failover, lag and retained WAL",
 		Long: `Show the logical replication slots of the database (or the one named by --slot): the PID of the
-walsender that holds it, wal_status (reserved, extended, unreserved, lost), confirmed and restart
+walsender that holds it, wal_status (reserved, extended, unreserved, lost), failover (a PostgreSQL 17
+failover slot, synchronised to standbys) and synced (on a standby: a copy synchronised from the
+primary, which a promotion keeps), confirmed and restart
 LSN, lag (current WAL - confirmed_flush_lsn: not yet confirmed by the relay), retained WAL (current
 WAL - restart_lsn: what the server keeps on disk for the slot) and safe_wal_size (WAL that may still
 be written before the slot is lost; unlimited when max_slot_wal_keep_size is -1).
@@ -149,7 +151,7 @@ func writeSlotTable(w io.Writer, rep slotReport) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tPLUGIN\tACTIVE PID\tWAL STATUS\tCONFIRMED LSN\tRESTART LSN\tLAG\tRETAINED WAL\tSAFE WAL\tRELAY CONFIRMED AT")
+	fmt.Fprintln(tw, "SLOT\tPLUGIN\tACTIVE PID\tWAL STATUS\tFAILOVER\tSYNCED\tCONFIRMED LSN\tRESTART LSN\tLAG\tRETAINED WAL\tSAFE WAL\tRELAY CONFIRMED AT")
 	for _, e := range rep.Slots {
 		pid := "-"
 		if e.Active {
@@ -159,11 +161,11 @@ func writeSlotTable(w io.Writer, rep slotReport) error {
 		if e.SafeWALSize == nil && e.WALStatus != "lost" {
 			safe = "unlimited"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Plugin, pid, e.WALStatus,
-			orDash(e.ConfirmedFlushLSN), orDash(e.RestartLSN), humanBytes(e.LagBytes), humanBytes(e.RetainedBytes), safe, relayAt(e.RelayState))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, e.Plugin, pid, e.WALStatus,
+			yesNo(e.Failover), yesNo(e.Synced), orDash(e.ConfirmedFlushLSN), orDash(e.RestartLSN), humanBytes(e.LagBytes), humanBytes(e.RetainedBytes), safe, relayAt(e.RelayState))
 	}
 	for _, r := range rep.Missing {
-		fmt.Fprintf(tw, "%s\t-\t-\tMISSING\t-\t-\t-\t-\t-\t%s\n", r.Slot, relayAt(&r))
+		fmt.Fprintf(tw, "%s\t-\t-\tMISSING\t-\t-\t-\t-\t-\t-\t-\t%s\n", r.Slot, relayAt(&r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -173,6 +175,13 @@ func writeSlotTable(w io.Writer, rep slotReport) error {
 			r.Slot, r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func relayAt(r *slots.RelayRecord) string {
@@ -267,9 +276,11 @@ func writeDropped(w io.Writer, name string, d slots.Dropped) error {
 	since := "TIME (safely before the old slot's last confirmation)"
 	if r := d.Record; r != nil {
 		fmt.Fprintf(w, "deleted its relay_state row (the relay confirmed %s at %s)\n", r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
-		// An hour of margin: a transaction's rows carry its start time, and
-		// the relay may have lagged; duplicates are harmless, gaps are not.
-		since = r.UpdatedAt.Add(-time.Hour).UTC().Format(time.RFC3339)
+		// The relay's recover_since (the oldest transaction open before the
+		// last confirmed commit), else an hour before the confirmation: a
+		// transaction's rows carry its start time; duplicates are harmless,
+		// gaps are not.
+		since = r.RecoverFrom().UTC().Format(time.RFC3339)
 	}
 	_, err := fmt.Fprintf(w, "next: eventforge cdc run --backfill-since %s (it creates a new slot and publishes the rows since then from its snapshot before streaming)\n", since)
 	return err

@@ -21,7 +21,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/spf13/cobra"
 
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/testenv"
@@ -524,28 +523,9 @@ func TestKafkaFlags(t *testing.T) {
 		{name: "missing password file", args: []string{"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password-file", filepath.Join(dir, "missing")}, wantErr: "read password file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, kv := range tc.env {
-				k, v, _ := strings.Cut(kv, "=")
-				t.Setenv(k, v)
-			}
-			var f kafkaFlags
-			cmd := &cobra.Command{Use: "probe"}
-			f.register(cmd)
-			if err := cmd.ParseFlags(append([]string{"--kafka-brokers", "127.0.0.1:9093"}, tc.args...)); err != nil {
-				t.Fatal(err)
-			}
-			if err := applyEnv(cmd); err != nil {
-				t.Fatal(err)
-			}
-			kc, err := f.config("probe")
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			kc, ok := parseKafkaFlags(t, tc.args, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := kc.Security.TLS != nil; got != tc.wantTLS {
 				t.Fatalf("TLS %v, want %v", got, tc.wantTLS)

@@ -35,6 +35,7 @@ type workerRunFlags struct {
 	metricsAddr string
 	pprof       bool
 	handlers    string
+	registry    registryFlags
 	cfg         worker.Config
 }
 
@@ -83,6 +84,7 @@ Without --handlers every event is only recorded in the inbox (counted as skipped
 	fs.DurationVar(&f.cfg.CommitInterval, "commit-interval", worker.DefaultCommitInterval, "how often applied offsets are committed to Kafka")
 	fs.IntVar(&f.cfg.OutageEvents, "outage-events", worker.DefaultOutageEvents, "consecutive distinct events of a partition failing with the same cause, while the database works, that make an outage: the partition waits instead of dead-lettering them")
 	fs.DurationVar(&f.cfg.ProbeTimeout, "probe-timeout", worker.DefaultProbeTimeout, "longest time the database probe after a failed apply may take before the database counts as unavailable")
+	f.registry.register(cmd)
 	annotateEnv(cmd)
 	return cmd
 }
@@ -110,6 +112,9 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	cfg.Logger = log
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg
+	if cfg.ValueDecoder, err = f.registry.decoder(reg); err != nil {
+		return err
+	}
 	if err := cfg.Check(); err != nil {
 		return asFlags(err, workerFlagNames())
 	}

@@ -9,16 +9,24 @@
 #   kafka.sh restart DIR
 #   kafka.sh brokers DIR   host:port of the broker
 #   kafka.sh status DIR    exit 0 when running
+#   kafka.sh libs DIR      resolve the jars only
 #
 # The jars are resolved once into $EVENTFORGE_KAFKA_LIBS (default
-# .eventforge/kafka-libs at the repository root) and shared by every broker.
+# kafka-libs in $EVENTFORGE_STATE_DIR, by default .eventforge at the repository
+# root) and shared by every broker.
+#
+# A node of a multi-node cluster (kafka-cluster.sh) is started with
+# KAFKA_NODE_ID, KAFKA_PORT, KAFKA_CONTROLLER_PORT, KAFKA_VOTERS (the static
+# controller quorum, id@host:port,...), KAFKA_CLUSTER_ID and KAFKA_REPLICAS
+# (the default replication factor of every topic, internal ones included;
+# min.insync.replicas is one less) in the environment.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$here/lib.sh"
 root=$(cd "$here/../.." && pwd)
-LIBS=${EVENTFORGE_KAFKA_LIBS:-$root/.eventforge/kafka-libs}
+LIBS=${EVENTFORGE_KAFKA_LIBS:-${EVENTFORGE_STATE_DIR:-$root/.eventforge}/kafka-libs}
 JAVA=${JAVA:-java}
 
 cmd=${1:-}; dir=${2:-}
@@ -65,11 +73,14 @@ java_opts() {
 java_run() { KAFKA_HEAP_OPTS="-Xmx256m" java_opts; "$JAVA" "${JAVA_OPTS[@]}" "$@"; }
 
 write_config() {
-	local port=$1 cport=$2
+	local port=$1 cport=$2 quorum replicas=${KAFKA_REPLICAS:-1} isr=1
+	quorum="controller.quorum.bootstrap.servers=127.0.0.1:$cport"
+	[ -n "${KAFKA_VOTERS:-}" ] && quorum="controller.quorum.voters=$KAFKA_VOTERS"
+	[ "$replicas" -gt 1 ] && isr=$((replicas - 1))
 	cat >"$dir/server.properties" <<CONF
 process.roles=broker,controller
-node.id=1
-controller.quorum.bootstrap.servers=127.0.0.1:$cport
+node.id=${KAFKA_NODE_ID:-1}
+$quorum
 listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 advertised.listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
 controller.listener.names=CONTROLLER
@@ -78,13 +89,15 @@ listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$dir/data
 num.partitions=1
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
+default.replication.factor=$replicas
+min.insync.replicas=$isr
+offsets.topic.replication.factor=$replicas
 offsets.topic.num.partitions=10
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$replicas
+transaction.state.log.min.isr=$isr
 transaction.state.log.num.partitions=5
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.replication.factor=$replicas
+share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 CONF
 	cat >"$dir/log4j2.properties" <<'CONF'
@@ -119,14 +132,16 @@ CONF
 # another program since means starting over (the broker is throwaway).
 format() {
 	rm -rf "$dir/data"
-	write_config "$(free_port)" "$(free_port)"
-	local id; id=$(java_run kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
+	write_config "${KAFKA_PORT:-$(free_port)}" "${KAFKA_CONTROLLER_PORT:-$(free_port)}"
+	local id=${KAFKA_CLUSTER_ID:-} quorum=(--standalone)
+	[ -n "$id" ] || id=$(java_run kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n1)
+	[ -n "${KAFKA_VOTERS:-}" ] && quorum=() # a static quorum: the voters are in the configuration
 	# Opt-in (tests): EVENTFORGE_KAFKA_ADD_SCRAM lists SCRAM credentials,
 	# space-separated MECHANISM=[name=U,password=P], created at format time.
 	local scram=() entries=() e
 	read -r -a entries <<<"${EVENTFORGE_KAFKA_ADD_SCRAM:-}"
 	for e in "${entries[@]}"; do scram+=(--add-scram "$e"); done
-	java_run kafka.tools.StorageTool format --standalone -t "$id" -c "$dir/server.properties" "${scram[@]}" >"$dir/format.log" 2>&1 \
+	java_run kafka.tools.StorageTool format "${quorum[@]}" -t "$id" -c "$dir/server.properties" "${scram[@]}" >"$dir/format.log" 2>&1 \
 		|| { cat "$dir/format.log" >&2; die "formatting the Kafka log directory failed"; }
 }
 
@@ -179,5 +194,6 @@ kill) stop KILL ;;
 restart) stop TERM; start ;;
 brokers) echo "127.0.0.1:$(cat "$dir/port")" ;;
 status) running ;;
+libs) resolve_libs ;;
 *) die "unknown command $cmd" ;;
 esac

@@ -13,12 +13,15 @@ mkdir -p "$state"
 exec 9>"$state/up.lock"
 flock 9
 
-"$here/pg.sh" start "$state/pg"
+# EVENTFORGE_PG_VERSION (make PG_VERSION=17) picks another PostgreSQL major
+# version, from Maven Central, in a cluster of its own.
+pg="$state/pg${EVENTFORGE_PG_VERSION:+-$EVENTFORGE_PG_VERSION}"
+"$here/pg.sh" start "$pg"
 "$here/kafka.sh" start "$state/kafka"
 
 tmp=$(mktemp "$state/local.env.XXXXXX")
 {
-	echo "EVENTFORGE_PG_URL=$("$here/pg.sh" url "$state/pg")"
+	echo "EVENTFORGE_PG_URL=$("$here/pg.sh" url "$pg")"
 	echo "EVENTFORGE_KAFKA_BROKERS=$("$here/kafka.sh" brokers "$state/kafka")"
 } >"$tmp"
 mv "$tmp" "$state/local.env"

@@ -23,7 +23,9 @@ type runner struct {
 	relayPprof   *pprofFlag // nil: cdc run has no --pprof flag
 	workerPprof  *pprofFlag
 	handlersPath string
-	exactlyOnce  bool // relays started now run with --exactly-once
+	exactlyOnce  bool   // relays started now run with --exactly-once
+	valueSchema  string // relays started now run with --value-schema
+	registryURL  string // the loopback schema registry of --value-schema
 }
 
 // Run runs the selected stages, prints the table to cfg.Out, writes the JSON
@@ -36,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	began := time.Now()
 	rep := &Report{Date: began.UTC(), Command: cfg.Command, Config: Settings{
-		Stages: cfg.Stages, Modes: cfg.Modes, Events: cfg.Events, SteadyDuration: cfg.SteadyDuration.String(), Rates: cfg.Rates,
+		Stages: cfg.Stages, Modes: cfg.Modes, ValueSchema: cfg.ValueSchema, Events: cfg.Events, SteadyDuration: cfg.SteadyDuration.String(), Rates: cfg.Rates,
 		WorkerEvents: cfg.WorkerEvents, WorkerSingleEvents: cfg.WorkerSingleEvents, Writers: cfg.Writers,
 		StatusInterval: cfg.StatusInterval.String(),
 	}}
@@ -65,6 +67,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.workerPprof = &f
 		}
 	}
+	if cfg.ValueSchema != "" {
+		stop := r.serveRegistry()
+		defer stop()
+	}
 	var err error
 	if r.broker, err = newBroker(cfg.Brokers); err != nil {
 		return nil, err
@@ -78,7 +84,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		var rows []Row
 		switch stage {
 		case StageDrain:
-			rows = r.inModes(ctx, r.drain)
+			rows = r.inValueSchemas(ctx, func(ctx context.Context) []Row { return r.inModes(ctx, r.drain) })
 		case StageSteady:
 			rows = r.steadyRounds(ctx)
 		case StageWorker:

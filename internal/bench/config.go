@@ -54,8 +54,13 @@ type Config struct {
 	Brokers []string // Kafka bootstrap brokers
 	Binary  string   // the eventforge binary run as relay and worker
 
-	Stages             []string
-	Modes              []string      // delivery modes of the drain, steady and kafka stages
+	Stages []string
+	Modes  []string // delivery modes of the drain, steady and kafka stages
+	// ValueSchema, when "avro", runs the drain stage a second time with
+	// the relay writing Avro values in a schema registry's wire format
+	// (cdc run --value-schema avro), against a registry the bench serves
+	// on loopback: rows of that run carry ValueSchema.
+	ValueSchema        string
 	Shapes             []string      // drain shapes (ShapeNameBulk, ShapeNameSingle); empty: both
 	Repeat             int           // drain runs per shape and mode, each on a fresh database, and steady rounds of every mode in turn; 0: DefaultRepeat
 	Events             int           // drain backlog per shape
@@ -129,6 +134,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	add(c.PGURL == "", "no PostgreSQL URL: set --pg-url or EVENTFORGE_PG_URL")
+	add(c.ValueSchema != "" && c.ValueSchema != "avro", "--value-schema: the bench measures avro only")
 	add(len(c.Brokers) == 0, "no Kafka brokers: set --kafka-brokers or EVENTFORGE_KAFKA_BROKERS")
 	add(c.Binary == "", "no eventforge binary to run the relay and worker")
 	add(c.Events <= 0 || c.WorkerEvents <= 0 || c.WorkerSingleEvents <= 0, "--events, --worker-events and --worker-single-events must be positive")

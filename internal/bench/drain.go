@@ -213,6 +213,10 @@ func (r *runner) startRelay(url, slot, prefix, name string) (*proc, string, erro
 		args = append(args, "--exactly-once")
 		name += "-eos"
 	}
+	if r.valueSchema != "" {
+		args = append(args, "--value-schema", r.valueSchema, "--schema-registry-url", r.registryURL, "--subject-name-strategy", "record")
+		name += "-" + r.valueSchema
+	}
 	extra, profAddr := pprofArgs(r.relayPprof)
 	p, err := startProc(r.cfg.Binary, "relay-"+name, r.logDir, append(args, extra...)...)
 	return p, profAddr, err

@@ -28,6 +28,9 @@ type Row struct {
 	Stage string `json:"stage"`
 	Shape string `json:"shape"`
 	Mode  string `json:"mode,omitempty"` // "exactly-once" for rows of cdc run --exactly-once; empty: at-least-once
+	// ValueSchema is "avro" for rows of cdc run --value-schema avro; empty:
+	// JSON values.
+	ValueSchema string `json:"value_schema,omitempty"`
 	// Run is the run (1..Runs) of a drain or steady rate repeated Runs
 	// times (--repeat); both are 0 when it ran once. The summary row of the
 	// runs has Run 0 and a Summary; its figures are the runs' medians, but
@@ -129,6 +132,7 @@ type Report struct {
 type Settings struct {
 	Stages             []string `json:"stages"`
 	Modes              []string `json:"modes,omitempty"`
+	ValueSchema        string   `json:"value_schema,omitempty"`
 	Events             int      `json:"events"`
 	SteadyDuration     string   `json:"steady_duration"`
 	Rates              []Rate   `json:"rates"`
@@ -246,7 +250,7 @@ func Evaluate(rows []Row) []Target {
 			if rows[i].Runs > 1 && rows[i].Summary == nil {
 				continue // one run of several: the summary row speaks for them
 			}
-			if rows[i].Mode == mode && rows[i].Stage == stage && strings.HasPrefix(rows[i].Shape, shapePrefix) && rows[i].Error == "" {
+			if rows[i].Mode == mode && rows[i].ValueSchema == "" && rows[i].Stage == stage && strings.HasPrefix(rows[i].Shape, shapePrefix) && rows[i].Error == "" {
 				return &rows[i]
 			}
 		}
@@ -306,6 +310,29 @@ func Evaluate(rows []Row) []Target {
 		p99Ratio = f64(*e.P99Ms / *a.P99Ms)
 	}
 	check("exactly-once drain "+ShapeBulk+": / at-least-once", "≥ 0.70", drainRatio, "%.2f", func(v float64) bool { return v >= 0.7 })
+	check("avro drain "+ShapeBulk+": / JSON drain", "≥ 0.80", avroRatio(rows), "%.2f", func(v float64) bool { return v >= 0.8 })
 	check("exactly-once steady 1,000 events/s: p99 / at-least-once p99", "≤ 2.0", p99Ratio, "%.2f", func(v float64) bool { return v <= 2 })
 	return out
+}
+
+// avroRatio is the Avro values' bulk drain rate over the JSON values' on
+// the same run (at-least-once), when both ran.
+func avroRatio(rows []Row) *float64 {
+	var json, avro *Row
+	for i := range rows {
+		r := &rows[i]
+		if r.Stage != StageDrain || r.Mode != "" || r.Error != "" || !strings.HasPrefix(r.Shape, ShapeBulk) || (r.Runs > 1 && r.Summary == nil) {
+			continue
+		}
+		switch {
+		case r.ValueSchema == "" && json == nil:
+			json = r
+		case r.ValueSchema != "" && avro == nil:
+			avro = r
+		}
+	}
+	if json == nil || avro == nil || json.EventsPerSec <= 0 {
+		return nil
+	}
+	return f64(avro.EventsPerSec / json.EventsPerSec)
 }

@@ -179,3 +179,35 @@ func TestEvaluateExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluateAvro: the Avro drain is judged against the JSON drain of the
+// same run, and never stands in for the JSON rows of the other targets.
+func TestEvaluateAvro(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name string
+		rows []Row
+		want string
+	}{
+		{"pass", []Row{
+			{Stage: StageDrain, Shape: ShapeBulk + ", avro values", ValueSchema: "avro", EventsPerSec: 850, Ratio: f(0.2)},
+			{Stage: StageDrain, Shape: ShapeBulk, EventsPerSec: 1000, Ratio: f(0.9)},
+		}, "0.85 PASS"},
+		{"miss", []Row{
+			{Stage: StageDrain, Shape: ShapeBulk, EventsPerSec: 1000, Ratio: f(0.9)},
+			{Stage: StageDrain, Shape: ShapeBulk + ", avro values", ValueSchema: "avro", EventsPerSec: 700},
+		}, "0.70 MISS"},
+		{"no avro run", []Row{{Stage: StageDrain, Shape: ShapeBulk, EventsPerSec: 1000, Ratio: f(0.9)}}, "- n/a"},
+	} {
+		got := map[string]Target{}
+		for _, tg := range Evaluate(c.rows) {
+			got[tg.Name] = tg
+		}
+		if tg := got["avro drain "+ShapeBulk+": / JSON drain"]; tg.Measured+" "+tg.Status != c.want {
+			t.Errorf("%s: %+v, want %s", c.name, tg, c.want)
+		}
+		if tg := got["drain "+ShapeBulk+": relay / pg_recvlogical"]; tg.Measured != "0.90" {
+			t.Errorf("%s: the JSON drain's target took %s", c.name, tg.Measured)
+		}
+	}
+}

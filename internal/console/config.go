@@ -42,6 +42,8 @@ type Config struct {
 	Slot, Topic, Group, Consumer string
 	// RelayMetrics and WorkerMetrics are host:port addresses serving
 	// /metrics (empty: the signals they give are shown as unknown).
+	// RelayMetrics may list several, comma-separated: the active relay and
+	// its standbys, each drawn with its state.
 	RelayMetrics  string
 	WorkerMetrics []string
 	// APIURL is the orders API (read-only mode: only shown).

@@ -76,46 +76,56 @@ func (k *kafkaReader) findKey(deadline time.Time, topic string, p int32, key str
 // scan reads partition p up to its high watermark and keeps what match
 // accepts, until the deadline.
 func (k *kafkaReader) scan(deadline time.Time, topic string, p int32, match func(key []byte, headers map[string]string) bool) ([]record, error) {
+	var out []record
+	err := k.read(deadline, topic, p, func(oldest, hwm int64) int64 { return max(oldest, hwm-scanLimit) }, func(m *sarama.ConsumerMessage) {
+		hs := map[string]string{}
+		for _, h := range m.Headers {
+			hs[string(h.Key)] = string(h.Value)
+		}
+		if match(m.Key, hs) {
+			out = append(out, record{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp, Headers: hs})
+		}
+	})
+	return out, err
+}
+
+// read hands each record of partition p from the offset start picks
+// (given the oldest offset and the high watermark) up to the high
+// watermark to each, until the deadline.
+func (k *kafkaReader) read(deadline time.Time, topic string, p int32, start func(oldest, hwm int64) int64, each func(*sarama.ConsumerMessage)) error {
 	hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
 	if err != nil {
-		return nil, fmt.Errorf("read high watermark: %w", err)
+		return fmt.Errorf("read high watermark: %w", err)
 	}
 	oldest, err := k.client.GetOffset(topic, p, sarama.OffsetOldest)
 	if err != nil {
-		return nil, fmt.Errorf("read oldest offset: %w", err)
+		return fmt.Errorf("read oldest offset: %w", err)
 	}
-	from := max(oldest, hwm-scanLimit)
+	from := start(oldest, hwm)
 	if from >= hwm {
-		return nil, nil
+		return nil
 	}
 	consumer, err := sarama.NewConsumerFromClient(k.client)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer consumer.Close()
 	pc, err := consumer.ConsumePartition(topic, p, from)
 	if err != nil {
-		return nil, fmt.Errorf("consume %s/%d: %w", topic, p, err)
+		return fmt.Errorf("consume %s/%d: %w", topic, p, err)
 	}
 	defer pc.Close()
-	var out []record
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for {
 		select {
 		case m := <-pc.Messages():
-			hs := map[string]string{}
-			for _, h := range m.Headers {
-				hs[string(h.Key)] = string(h.Value)
-			}
-			if match(m.Key, hs) {
-				out = append(out, record{Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp, Headers: hs})
-			}
+			each(m)
 			if m.Offset >= hwm-1 {
-				return out, nil
+				return nil
 			}
 		case <-timer.C:
-			return out, errors.New("reading the topic timed out")
+			return errors.New("reading the topic timed out")
 		}
 	}
 }
@@ -157,49 +167,26 @@ func (k *kafkaReader) lag(group, topic string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ps := make([]int32, n)
-	for i := range ps {
-		ps[i] = int32(i)
-	}
-	resp, err := k.admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: ps})
+	pvs, err := k.offsets(group, topic, n)
 	if err != nil {
 		return 0, err
 	}
 	var lag int64
-	for _, p := range ps {
-		hwm, err := k.client.GetOffset(topic, p, sarama.OffsetNewest)
-		if err != nil {
-			return 0, err
-		}
-		c := int64(-1)
-		if b := resp.GetBlock(topic, p); b != nil {
-			c = b.Offset
-		}
-		if c < 0 {
-			if c, err = k.client.GetOffset(topic, p, sarama.OffsetOldest); err != nil {
-				return 0, err
-			}
-		}
-		lag += max(0, hwm-c)
+	for _, p := range pvs {
+		lag += p.Lag
 	}
 	return lag, nil
 }
 
 // assignments are the group members' partitions of topic, by member id.
 func (k *kafkaReader) assignments(group, topic string) (map[string][]int32, error) {
-	descs, err := k.admin.DescribeConsumerGroups([]string{group})
+	ms, err := k.members(group, topic)
 	if err != nil {
-		return nil, fmt.Errorf("describe group %s: %w", group, err)
+		return nil, err
 	}
-	out := map[string][]int32{}
-	for _, d := range descs {
-		for id, m := range d.Members {
-			a, err := m.GetMemberAssignment()
-			if err != nil || a == nil {
-				continue
-			}
-			out[id] = a.Topics[topic]
-		}
+	out := make(map[string][]int32, len(ms))
+	for _, m := range ms {
+		out[m.ID] = m.Partitions
 	}
 	return out, nil
 }

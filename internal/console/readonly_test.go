@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -91,6 +92,59 @@ func TestReadOnlyConsoleReadsARunningPipeline(t *testing.T) {
 	c.Handler().ServeHTTP(rec, req)
 	if body := rec.Body.String(); !strings.Contains(body, `data-state="processed"`) || !strings.Contains(body, eventID) {
 		t.Fatalf("the page does not show the order's state: %s", body)
+	}
+	checkTopology(t, c, partition, offset)
+	checkPartitionTail(t, c, partition, offset, id, eventID)
+}
+
+// checkTopology: every partition of the topic, the one written holding the
+// record with the group committed past it, no member (no worker runs), no
+// slot and no dead-letter topic.
+func checkTopology(t *testing.T, c *Console, partition int32, offset int64) {
+	t.Helper()
+	tp := c.Topology(context.Background())
+	if len(tp.Partitions) != demoPartitions {
+		t.Fatalf("%d partitions, want %d: %+v", len(tp.Partitions), demoPartitions, tp)
+	}
+	for _, p := range tp.Partitions {
+		want := PartitionView{Partition: p.Partition, Committed: -1}
+		if p.Partition == partition {
+			want.HighWatermark, want.Committed = offset+1, offset+1
+		}
+		if p != want {
+			t.Errorf("partition %+v, want %+v", p, want)
+		}
+	}
+	if len(tp.Members) != 0 || tp.Slot.LagBytes != nil || len(tp.Errors) == 0 || tp.DLQ.Exists || tp.Rates.Published != nil {
+		t.Errorf("topology %+v: want no member, no slot (reported as an error), no DLQ topic, no relay rate", tp)
+	}
+	if len(tp.Relays) != 1 || tp.Relays[0].State != "unknown" {
+		t.Errorf("relays %+v: want one, unknown (no metrics address)", tp.Relays)
+	}
+}
+
+// checkPartitionTail reads the partition's last records through the page's
+// endpoint, and refuses partitions the topic lacks.
+func checkPartitionTail(t *testing.T, c *Console, partition int32, offset int64, key, eventID string) {
+	t.Helper()
+	h := c.Handler()
+	for _, tc := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{fmt.Sprintf("p=%d", partition), 200, fmt.Sprintf(`"records":[{"offset":%d,"key":%q,"event_id":%q`, offset, key, eventID)},
+		{fmt.Sprintf("p=%d", (partition+1)%demoPartitions), 200, `"records":[]`},
+		{"p=99", 404, "no such partition"},
+		{"p=x", 400, "want ?p="},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/api/partition?"+tc.query, nil)
+		req.Host = "localhost:8088" // the console answers only its own names
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s: %d %s, want %d with %s", tc.query, rec.Code, rec.Body.String(), tc.code, tc.want)
+		}
 	}
 }
 

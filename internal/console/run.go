@@ -18,6 +18,7 @@ import (
 type Snapshot struct {
 	Step     int       `json:"step"`
 	Title    string    `json:"title"`
+	Node     string    `json:"node"` // the diagram node where the event is
 	Explain  string    `json:"explain"`
 	Evidence []string  `json:"evidence"`
 	Cards    Cards     `json:"cards"`
@@ -119,7 +120,7 @@ func (r *run) next() (Snapshot, error) {
 		} else {
 			f, err = r.obs.facts(ctx, r.orderID, r.walFrom)
 		}
-		snap := Snapshot{Step: i + 1, Title: st.title, Explain: st.explain, Evidence: evidence, Cards: cardsOf(f), Facts: f, At: time.Now().UTC()}
+		snap := Snapshot{Step: i + 1, Title: st.title, Node: stepNode(r.sc.name, i), Explain: st.explain, Evidence: evidence, Cards: cardsOf(f), Facts: f, At: time.Now().UTC()}
 		if err == nil {
 			r.mu.Lock()
 			r.snaps = append(r.snaps, snap)

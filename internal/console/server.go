@@ -46,6 +46,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /api/signals", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, sigs.get(r.Context())) })
 	mux.HandleFunc("GET /api/processes", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, c.Processes()) })
 	mux.HandleFunc("GET /api/order", lookups.limit(c.order))
+	mux.HandleFunc("GET /api/topology", c.serveTopology)
+	mux.HandleFunc("GET /api/partition", lookups.limit(c.servePartition))
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, r *http.Request) { c.events(w, r, sigs) })
 	if c.demo != nil {
 		mux.HandleFunc("POST /steps", c.runAllSteps)

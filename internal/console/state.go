@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // target is the pipeline the console looks at.
 type target struct {
 	pgURL, slot, topic, group, consumer string
-	relayMetrics                        string
+	relayMetrics                        string // host:port of each relay's metrics, comma-separated
 	workerMetrics                       func() []string
 	effects                             bool // console_effects counts the business changes (demo)
 }
@@ -25,6 +26,11 @@ type observer struct {
 	t     target
 	pool  *pgxpool.Pool
 	kafka *kafkaReader
+
+	rates  *rater      // the topology's rates
+	assign assignWatch // the group's assignment changes
+	topoMu sync.Mutex  // one topology read at a time
+	topo   *Topology   // the last read
 
 	mu      sync.Mutex
 	commits map[string][2]string // event id -> commit record start and end LSN
@@ -41,7 +47,7 @@ func newObserver(ctx context.Context, t target, kc kafka.Config) (*observer, err
 		pool.Close()
 		return nil, err
 	}
-	return &observer{t: t, pool: pool, kafka: kr, commits: map[string][2]string{}}, nil
+	return &observer{t: t, pool: pool, kafka: kr, rates: newRater(), commits: map[string][2]string{}}, nil
 }
 
 func (o *observer) close() {
@@ -201,10 +207,10 @@ func (o *observer) signals(ctx context.Context) Signals {
 	if l, err := o.kafka.lag(o.t.group, o.t.topic); err == nil {
 		s.ConsumerLag = &l
 	}
-	if o.t.relayMetrics != "" {
-		if ms, err := scrape(ctx, o.t.relayMetrics); err == nil {
-			s.PublishErrors = ptr(sum(ms, "eventforge_cdc_publish_errors_total"))
-			s.Published = ptr(sum(ms, "eventforge_cdc_events_published_total"))
+	for _, a := range o.t.relays() {
+		if ms, err := scrape(ctx, a); err == nil {
+			s.PublishErrors = ptr(sum(ms, "eventforge_cdc_publish_errors_total") + deref(s.PublishErrors))
+			s.Published = ptr(sum(ms, "eventforge_cdc_events_published_total") + deref(s.Published))
 		}
 	}
 	var ws [][]sample
@@ -253,3 +259,14 @@ func (o *observer) oldestUnconfirmed(ctx context.Context, confirmed string) *flo
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// relays are the relays' metrics addresses: the active one and its standbys.
+func (t target) relays() []string {
+	var out []string
+	for _, a := range strings.Split(t.relayMetrics, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -21,6 +21,9 @@ type Config struct {
 	Brokers  []string // host:port, at least one
 	ClientID string   // shows up in broker logs and quotas
 	Security Security // TLS and SASL; the zero value is plaintext
+	// Timeouts bound the waits on a broker (a frozen broker keeps its
+	// connections open); the zero value takes the defaults.
+	Timeouts Timeouts
 }
 
 // Validate reports every problem of a configuration that cannot work
@@ -36,7 +39,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fielderr.New("Config.Kafka.Brokers", "kafka broker %q is not host:port", b))
 		}
 	}
-	return errors.Join(append(errs, c.Security.Validate())...)
+	return errors.Join(append(errs, c.Security.Validate(), c.Timeouts.Validate())...)
 }
 
 // ParseBrokers splits a comma-separated host:port list, dropping blanks.
@@ -59,7 +62,7 @@ func (c Config) Base() *sarama.Config {
 	if c.ClientID != "" {
 		sc.ClientID = c.ClientID
 	}
-	sc.Net.DialTimeout = 10 * time.Second
+	c.Timeouts.apply(sc)
 	sc.Metadata.Retry.Max = 5
 	sc.Metadata.Retry.Backoff = 500 * time.Millisecond
 	c.Security.apply(sc)

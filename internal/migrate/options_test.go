@@ -81,7 +81,7 @@ func TestRunOnAnApplicationOutbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(applied, []string{"0003_relay_state"}) {
+	if !slices.Equal(applied, []string{"0003_relay_state", "0006_relay_state_recover_since"}) {
 		t.Errorf("applied %v, want only the relay's tables", applied)
 	}
 	want := []string{"app.events", "public.outbox_rejected", "public.relay_state", "public.schema_migrations"}
@@ -152,7 +152,8 @@ func TestOptionsValidate(t *testing.T) {
 // TestRunOnADatabaseMigratedBeforeTheSets: a database migrated before the
 // sets existed has 0001_schema … 0004_api_idempotency recorded (0001 then
 // created orders too). The files kept their versions when they moved, so
-// nothing of those applies again (only the later 0005_inbox_result); --demo
+// nothing of those applies again (only the later 0005_inbox_result and
+// 0006_relay_state_recover_since); --demo
 // only records the orders file, a no-op.
 func TestRunOnADatabaseMigratedBeforeTheSets(t *testing.T) {
 	conn := connect(t, freshDatabase(t))
@@ -166,7 +167,7 @@ func TestRunOnADatabaseMigratedBeforeTheSets(t *testing.T) {
 	if want := []string{"0001_schema", "0002_publication", "0003_relay_state", "0004_api_idempotency"}; !slices.Equal(old, want) {
 		t.Fatalf("recorded %v, want the versions of before the sets %v", old, want)
 	}
-	if applied, err := migrate.Run(t.Context(), conn, migrate.Options{}); err != nil || !slices.Equal(applied, []string{"0005_inbox_result"}) {
+	if applied, err := migrate.Run(t.Context(), conn, migrate.Options{}); err != nil || !slices.Equal(applied, []string{"0005_inbox_result", "0006_relay_state_recover_since"}) {
 		t.Fatalf("plain run: applied %v, %v; want only what came after the sets", applied, err)
 	}
 	if applied, err := migrate.Run(t.Context(), conn, migrate.Options{Demo: true}); err != nil || !slices.Equal(applied, []string{"demo_0001_orders"}) {

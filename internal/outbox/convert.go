@@ -47,6 +47,15 @@ const (
 	schemaNameUUID = "io.debezium.data.Uuid"
 )
 
+// ErrUnavailable marks a converter's error that is not the event's fault:
+// what the converter needs (a schema registry) did not answer. The event
+// must be retried later, never set aside; any other error of a converter
+// is the event's and sets it aside (outbox_rejected).
+var ErrUnavailable = errors.New("unavailable")
+
+// IsUnavailable reports whether err wraps ErrUnavailable.
+func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
+
 // ValueConverter decides the bytes of a record's value: the one place that
 // does, so that every record format and every path that builds records
 // (stream, backfill, republish) write the same value for the same row.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -178,5 +179,32 @@ func TestKeyConverterRefusesNumeric(t *testing.T) {
 	}
 	if _, err := NewValueConverter("avro", ColumnSchemas{}); err == nil {
 		t.Fatal("unknown value converter accepted")
+	}
+}
+
+// failingValue is a value converter that fails with err.
+type failingValue struct{ err error }
+
+func (f failingValue) AppendValue(dst []byte, _ *Event) ([]byte, bool, error) {
+	return dst, false, f.err
+}
+
+// TestBuilderUnavailable: the mapping's ValueEncoder decides the value; an
+// error of it wrapping ErrUnavailable reaches OnUnavailable's function
+// before Build returns it, any other error does not.
+func TestBuilderUnavailable(t *testing.T) {
+	outage := fmt.Errorf("registry: %w", ErrUnavailable)
+	for _, c := range []struct {
+		err   error
+		heard bool
+	}{{outage, true}, {errors.New("payload does not fit"), false}} {
+		m := DefaultMapping()
+		m.ValueEncoder = failingValue{c.err}
+		var heard error
+		b := NewBuilder("").WithFormat(&m).OnUnavailable(func(err error) { heard = err })
+		err := b.Build(new(Record), &Event{ID: uuid.New(), AggregateType: "a", Payload: []byte(`{}`)})
+		if !errors.Is(err, c.err) || (heard != nil) != c.heard || IsUnavailable(err) != c.heard {
+			t.Errorf("%v: Build %v, heard %v", c.err, err, heard)
+		}
 	}
 }

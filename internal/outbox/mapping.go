@@ -81,6 +81,11 @@ type Mapping struct {
 	// header; default DefaultDebeziumConnectorName.
 	DebeziumConnectorName string `yaml:"debezium_connector_name"`
 
+	// ValueEncoder, when set, decides the value's bytes instead of
+	// ValueConverter: a converter built at start-up that needs more than
+	// the mapping, such as a schema registry's encoder. Not a file setting.
+	ValueEncoder ValueConverter `yaml:"-"`
+
 	// cols are the payload and key columns as Check found them.
 	cols *ColumnSchemas
 }

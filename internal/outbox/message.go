@@ -67,6 +67,8 @@ type Builder struct {
 	source  string            // ce_source of FormatCloudEvents
 	conv    converters
 	context []sarama.RecordHeader // Debezium's context headers, when asked for
+	// unavailable hears of ErrUnavailable errors (OnUnavailable).
+	unavailable func(error)
 }
 
 // converters are the key and value converters of a record.
@@ -90,10 +92,22 @@ func NewBuilder(topicPrefix string) *Builder {
 // headers use a reserved name (CheckHeaders) gets an error instead, which
 // the relay records as the reason it sets the event aside. The record does not
 // alias e, whose buffers the caller may reuse.
+//
+// An error that wraps ErrUnavailable is not the event's fault (a schema
+// registry that does not answer): the caller must not set the event
+// aside; the function given to OnUnavailable hears of it first.
 func (b *Builder) Build(r *Record, e *Event) error {
 	if err := CheckHeaders(e.Headers); err != nil {
 		return err
 	}
+	err := b.build(r, e)
+	if err != nil && b.unavailable != nil && errors.Is(err, ErrUnavailable) {
+		b.unavailable(err)
+	}
+	return err
+}
+
+func (b *Builder) build(r *Record, e *Event) error {
 	switch b.format {
 	case FormatCloudEvents:
 		return r.buildCloudEvents(e, b.Topic(e), b.source, b.conv)
@@ -101,6 +115,14 @@ func (b *Builder) Build(r *Record, e *Event) error {
 		return r.buildDebezium(e, b.Topic(e), b.context, b.conv)
 	}
 	return r.build(e, b.Topic(e), b.conv)
+}
+
+// OnUnavailable makes b call fn with every error of Build that wraps
+// ErrUnavailable, before Build returns it: the relay ends its session
+// with it, so that the event is retried and never set aside.
+func (b *Builder) OnUnavailable(fn func(error)) *Builder {
+	b.unavailable = fn
+	return b
 }
 
 // WithFormat makes b write records in the mapping's record format, with
@@ -111,7 +133,9 @@ func (b *Builder) Build(r *Record, e *Event) error {
 func (b *Builder) WithFormat(m *Mapping) *Builder {
 	b.format, b.source = m.Format, m.CloudEventsSource
 	cols := m.ColumnSchemas()
-	if v, err := NewValueConverter(m.EffectiveValueConverter(), cols); err == nil {
+	if m.ValueEncoder != nil {
+		b.conv.value = m.ValueEncoder
+	} else if v, err := NewValueConverter(m.EffectiveValueConverter(), cols); err == nil {
 		b.conv.value = v
 	}
 	if k, err := NewKeyConverter(m.KeyConverter, cols); err == nil {

@@ -25,6 +25,8 @@ func TestBuildRefusesReservedHeaders(t *testing.T) {
 		{map[string]string{"X-EventForge-Replay": "t.dlq/0@0"}, "X-EventForge-Replay"},
 		{map[string]string{"b": "1", "x-eventforge-error": "e", "x-eventforge-attempts": "1"}, "x-eventforge-attempts"},
 		{map[string]string{"x-eventforgeish": "ok", "traceparent": "00-a-b-01", "event_id": "spoof"}, ""},
+		// the two that pick a registry schema are the writer's to set
+		{map[string]string{"x-eventforge-schema-id": "7", "X-EventForge-Schema-Version": "2"}, ""},
 	}
 	for name, m := range formats {
 		b := NewBuilder("p.").WithFormat(m)

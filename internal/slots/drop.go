@@ -94,7 +94,7 @@ func deleteRecord(ctx context.Context, q Querier, name string) (*RelayRecord, er
 	if err != nil || !ok {
 		return nil, err
 	}
-	rows, err := q.Query(ctx, "DELETE FROM relay_state WHERE slot_name = $1 RETURNING slot_name, confirmed_lsn::text, updated_at", name)
+	rows, err := q.Query(ctx, "DELETE FROM relay_state r WHERE slot_name = $1 RETURNING "+recordColumns, name)
 	if err != nil {
 		return nil, fmt.Errorf("delete relay_state row %s: %w", name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -141,14 +142,21 @@ func TestRelayRecords(t *testing.T) {
 
 // TestRelayStateWriteNeverMovesBack writes a position, a lower one, then a
 // higher one through WriteRelayState and reads the row back with
-// ReadRelayRecord: the lower write must not move it back.
+// ReadRelayRecord: the lower write must not move it back, nor make it look
+// confirmed later than it was (as a relay resuming on a promoted standby
+// behind the row would).
 func TestRelayStateWriteNeverMovesBack(t *testing.T) {
 	t.Parallel()
 	conn := connect(t, testenv.Shared(t).NewDatabase(t))
 	if _, ok, err := slots.ReadRelayRecord(t.Context(), conn, "s"); err != nil || ok {
 		t.Fatalf("no row yet: ok %v, %v", ok, err)
 	}
-	for _, step := range []struct{ write, want string }{{"0/2000", "0/2000"}, {"0/1000", "0/2000"}, {"0/3000", "0/3000"}} {
+	var last time.Time
+	for _, step := range []struct {
+		write, want string
+		moves       bool
+	}{{"0/2000", "0/2000", true}, {"0/1000", "0/2000", false}, {"0/2000", "0/2000", false}, {"0/3000", "0/3000", true}} {
+		time.Sleep(10 * time.Millisecond) // now() differs from the last write's
 		if err := slots.WriteRelayState(t.Context(), conn, "s", step.write); err != nil {
 			t.Fatal(err)
 		}
@@ -156,5 +164,9 @@ func TestRelayStateWriteNeverMovesBack(t *testing.T) {
 		if err != nil || !ok || rec.Slot != "s" || rec.ConfirmedLSN != step.want || rec.UpdatedAt.IsZero() {
 			t.Fatalf("after writing %s: %+v, ok %v, %v; want %s", step.write, rec, ok, err, step.want)
 		}
+		if moved := !rec.UpdatedAt.Equal(last); moved != step.moves {
+			t.Fatalf("after writing %s: updated_at %s (was %s), want it moved: %v", step.write, rec.UpdatedAt, last, step.moves)
+		}
+		last = rec.UpdatedAt
 	}
 }

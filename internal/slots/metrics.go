@@ -16,6 +16,7 @@ type Gauges struct {
 	active    *prometheus.GaugeVec // slot
 	walStatus *prometheus.GaugeVec // slot, status
 	safeWAL   *prometheus.GaugeVec // slot
+	failover  *prometheus.GaugeVec // slot
 }
 
 // NewGauges registers the gauges on reg.
@@ -33,8 +34,12 @@ func NewGauges(reg prometheus.Registerer) (*Gauges, error) {
 			Name: "eventforge_slot_safe_wal_size_bytes",
 			Help: "WAL that may still be written before the slot is in danger of losing what it needs (pg_replication_slots.safe_wal_size); absent when max_slot_wal_keep_size is -1.",
 		}, []string{"slot"}),
+		failover: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "eventforge_slot_failover_ready",
+			Help: "1 while the slot would survive the promotion of a standby (a PostgreSQL 17 failover slot, synchronized_standby_slots naming active physical slots, and with --standby-url a synced copy on the standby), 0 otherwise (also before PostgreSQL 17).",
+		}, []string{"slot"}),
 	}
-	for _, c := range []prometheus.Collector{g.active, g.walStatus, g.safeWAL} {
+	for _, c := range []prometheus.Collector{g.active, g.walStatus, g.safeWAL, g.failover} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register slot metrics: %w", err)
 		}
@@ -56,9 +61,15 @@ func (g *Gauges) Observe(s Slot) {
 	}
 }
 
+// ObserveProtection sets eventforge_slot_failover_ready of p.Slot.
+func (g *Gauges) ObserveProtection(p Protection) {
+	g.failover.WithLabelValues(p.Slot).Set(boolFloat(p.Ready()))
+}
+
 // Forget removes the series of a slot that no longer exists.
 func (g *Gauges) Forget(slot string) {
 	g.active.DeleteLabelValues(slot)
+	g.failover.DeleteLabelValues(slot)
 	g.walStatus.DeletePartialMatch(prometheus.Labels{"slot": slot})
 	g.safeWAL.DeleteLabelValues(slot)
 }

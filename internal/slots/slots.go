@@ -50,6 +50,13 @@ type Slot struct {
 	LagBytes      *int64 `json:"lag_bytes"`          // current - confirmed_flush_lsn
 	RetainedBytes *int64 `json:"retained_wal_bytes"` // current - restart_lsn
 	SafeWALSize   *int64 `json:"safe_wal_size_bytes"`
+	// Failover is set on a slot that PostgreSQL 17 and later synchronise
+	// to standbys (created or altered with FAILOVER); always false before 17.
+	Failover bool `json:"failover"`
+	// Synced is true on a standby for a slot synchronised from the
+	// primary: after a promotion the relay resumes from it. Always false
+	// on a primary and before PostgreSQL 17.
+	Synced bool `json:"synced"`
 }
 
 // WALStatuses are the values of pg_replication_slots.wal_status, in order of
@@ -57,12 +64,16 @@ type Slot struct {
 var WALStatuses = []string{"reserved", "extended", "unreserved", "lost"}
 
 // slotQuery reads every slot against one reading of the current WAL position,
-// so that the lag and retained numbers of a row are consistent.
-const slotQuery = `WITH w AS (SELECT pg_current_wal_lsn() AS lsn)
+// so that the lag and retained numbers of a row are consistent. The failover
+// and synced columns (PostgreSQL 17) are read through to_jsonb, NULL (false)
+// on older servers. On a standby pg_current_wal_lsn() fails, so the current
+// position is the last WAL replayed there.
+const slotQuery = `WITH w AS (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END AS lsn)
 SELECT s.slot_name::text, coalesce(s.plugin::text, ''), s.slot_type, coalesce(s.database::text, ''),
        s.temporary, s.active, s.active_pid, coalesce(s.wal_status, ''),
        coalesce(s.confirmed_flush_lsn::text, ''), coalesce(s.restart_lsn::text, ''), w.lsn::text,
-       (w.lsn - s.confirmed_flush_lsn)::bigint, (w.lsn - s.restart_lsn)::bigint, s.safe_wal_size
+       (w.lsn - s.confirmed_flush_lsn)::bigint, (w.lsn - s.restart_lsn)::bigint, s.safe_wal_size,
+       coalesce((to_jsonb(s)->>'failover')::boolean, false), coalesce((to_jsonb(s)->>'synced')::boolean, false)
 FROM pg_replication_slots s CROSS JOIN w`
 
 // Status reads the slot named name, whichever database it belongs to (slot
@@ -98,7 +109,8 @@ func query(ctx context.Context, q Querier, sql string, args ...any) ([]Slot, err
 			pid *int32
 		)
 		err := row.Scan(&s.Name, &s.Plugin, &s.Type, &s.Database, &s.Temporary, &s.Active, &pid, &s.WALStatus,
-			&s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentLSN, &s.LagBytes, &s.RetainedBytes, &s.SafeWALSize)
+			&s.ConfirmedFlushLSN, &s.RestartLSN, &s.CurrentLSN, &s.LagBytes, &s.RetainedBytes, &s.SafeWALSize,
+			&s.Failover, &s.Synced)
 		if pid != nil {
 			s.ActivePID = *pid
 		}

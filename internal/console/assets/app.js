@@ -6,11 +6,13 @@
   var app = document.getElementById('app');
   if (!app) { return; }
   var demo = app.dataset.demo === 'true';
-  var reduced = window.matchMedia('(prefers-reduced-motion: reduce)');
   var state = { run: null, view: -1, playing: false, busy: false, timers: new Set(), controllers: new Set(), es: null, scenario: app.dataset.scenario };
   var $ = function (id) { return document.getElementById(id); };
   var PLAY_DELAY = 1500;
   var WATCH_EVERY = 2000;
+  var LIVE_EVERY = 1000; // the diagram's live read
+  var diagram = window.eventforgeDiagram;
+  var live = { timer: null, busy: false, stopped: false, reads: 0 };
   var watched = app.dataset.order; // an operator's order lookup: live cards, no run
 
   function later(fn, ms) {
@@ -53,6 +55,7 @@
   function watch() {
     api('GET', '/api/order?id=' + encodeURIComponent(watched)).then(function (o) {
       ['order', 'outbox', 'effect', 'offset'].forEach(function (k) { renderCard(k, o.cards[k]); });
+      diagram.mark({ facts: o.facts });
       $('status').textContent = 'Order ' + watched + ', read at ' + o.facts.read_at.slice(11, 23) + ' UTC';
       later(watch, WATCH_EVERY);
     }).catch(function (e) {
@@ -89,19 +92,51 @@
     $('play').disabled = !demo || state.playing;
     $('pause').disabled = !state.playing;
     $('replay').disabled = !demo;
-    moveDot(s ? s.step : 0, n);
+    var prev = state.view > 0 ? snaps[state.view - 1] : null;
+    diagram.mark(s ? { node: s.node, step: s.step, facts: s.facts, prev: prev && prev.facts } : null);
   }
 
-  function moveDot(step, n) {
-    var dot = $('dot');
-    dot.style.left = (n ? Math.round(96 * step / n) : 0) + '%';
-    if (!reduced.matches && step > 0) {
-      dot.classList.remove('pulse');
-      void dot.offsetWidth; // restart the pulse
-      dot.classList.add('pulse');
-    } else {
-      dot.classList.remove('pulse');
-    }
+  // pollTopology reads the architecture every LIVE_EVERY ms while the page
+  // is visible and draws it; its timer is its own (pausing a run does not
+  // stop the live view, leaving the page does).
+  function pollTopology() {
+    live.timer = null;
+    if (live.stopped) { return; }
+    if (document.hidden) { live.timer = setTimeout(pollTopology, LIVE_EVERY); return; }
+    live.busy = true;
+    api('GET', '/api/topology').then(function (t) {
+      live.reads++;
+      diagram.topology(t);
+      var r = t.rates || {};
+      $('live').textContent = 'Live, read at ' + t.read_at.slice(11, 19) + ' UTC: published ' + fmt(r.published_per_second, '/s') +
+        ', consumed ' + fmt(r.consumed_per_second, '/s') + ', ' + t.partitions.length + ' partitions, ' + t.members.length + ' group members' +
+        (t.errors && t.errors.length ? '. Could not read: ' + t.errors.join('; ') : '.');
+    }).catch(function (e) {
+      if (e.name !== 'AbortError') { $('live').textContent = 'Live view: could not read the system (' + e.message + ').'; }
+    }).finally(function () {
+      live.busy = false;
+      if (!live.stopped) { live.timer = setTimeout(pollTopology, LIVE_EVERY); }
+    });
+  }
+
+  // openPartition shows a partition's last records.
+  function openPartition(p) {
+    api('GET', '/api/partition?p=' + p).then(function (j) {
+      var body = $('partition-records');
+      body.textContent = '';
+      (j.records || []).forEach(function (rec) {
+        var tr = document.createElement('tr');
+        [String(rec.offset), rec.key, rec.event_id || '—'].forEach(function (v) { var td = document.createElement('td'); td.textContent = v; tr.appendChild(td); });
+        body.appendChild(tr);
+      });
+      $('partition-h').textContent = 'Last ' + (j.records || []).length + ' records of p' + p + ' (' + j.topic + ', newest first)';
+      $('partition-panel').hidden = false;
+      $('partition-h').focus();
+    }).catch(function (e) {
+      if (e.name === 'AbortError') { return; }
+      $('partition-h').textContent = 'Could not read partition ' + p + ': ' + e.message;
+      $('partition-panel').hidden = false;
+    });
   }
 
   function acceptRun(run) {
@@ -205,7 +240,7 @@
       if (run.scenario === state.scenario && !state.busy) { acceptRun(run); }
     });
     es.addEventListener('signals', function (e) { renderSignals(JSON.parse(e.data)); });
-    es.addEventListener('processes', function (e) { renderProcesses(JSON.parse(e.data)); });
+    es.addEventListener('processes', function (e) { var p = JSON.parse(e.data); renderProcesses(p); diagram.processes(p); });
   }
 
   function leave() {
@@ -213,6 +248,8 @@
     clearTimers();
     abortAll();
     if (state.es) { state.es.close(); state.es = null; }
+    live.stopped = true;
+    if (live.timer) { clearTimeout(live.timer); live.timer = null; }
     if (demo && navigator.sendBeacon) { navigator.sendBeacon('/api/run/stop'); }
   }
 
@@ -237,13 +274,15 @@
     debug: function () {
       return { timers: state.timers.size, inflight: state.controllers.size, playing: state.playing, busy: state.busy,
         eventSource: state.es ? state.es.readyState : -1, view: state.view, snapshots: snapshots().length,
-        status: state.run ? state.run.status : 'none' };
+        status: state.run ? state.run.status : 'none', liveReads: live.reads, livePolling: !!(live.timer || live.busy) };
     },
     leave: leave
   };
 
+  diagram.init($('diagram'), $('diagram-text'), openPartition);
   connect();
   render();
+  pollTopology();
   if (watched) {
     ['back', 'next', 'play', 'pause', 'replay'].forEach(function (b) { $(b).disabled = true; });
     watch();
