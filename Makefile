@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # packages at a time keep a 2-core machine responsive.
 TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 
-.PHONY: all build up down test vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
+.PHONY: all build up down test jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
 
 all: build
 
@@ -38,13 +38,19 @@ STATICCHECK_VERSION := v0.8.2
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
+# The trace backend of the tracing test (internal/tracing) and of make demo
+# TRACING=1: Jaeger, built once from its own tools module (deploy/local/jaeger)
+# into the state folder, so the product's go.mod never takes its dependencies.
+jaeger:
+	@deploy/local/jaeger.sh build >/dev/null
+
 # Unit tests only: no local services needed.
 unit:
 	$(GO) test -short $(TEST_FLAGS) ./...
 
 # Everything CI runs: vet, staticcheck, every Go test against the real services, a short
 # fuzz budget for every fuzz target, and the schemathesis run of the API.
-test: vet staticcheck up
+test: vet staticcheck up jaeger
 	$(GO) test $(TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory api-fuzz

@@ -16,6 +16,8 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 
 // postOrder handles POST /orders.
 func (s *Server) postOrder(w http.ResponseWriter, r *http.Request) {
+	w, r, end := traceOrder(w, r)
+	defer end()
 	o, err := s.readOrder(w, r)
 	if err != nil {
 		s.metrics.orders.WithLabelValues("invalid").Inc()
@@ -85,7 +87,7 @@ func (s *Server) readOrder(w http.ResponseWriter, r *http.Request) (newOrder, er
 	if err != nil {
 		return newOrder{}, err
 	}
-	return newOrder{req: req, eventID: eventID, headers: traceHeaders(r.Header), key: key}, nil
+	return newOrder{req: req, eventID: eventID, headers: orderHeaders(r, eventID, req.ID), key: key}, nil
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {

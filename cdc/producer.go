@@ -257,9 +257,7 @@ func (ps *producerSession) delivered(p *pending) {
 	c := ps.counters(p.msg.Topic)
 	c.events.Inc()
 	c.bytes.Add(float64(p.size))
-	if !p.commit.IsZero() {
-		ps.m.commitToAck.Observe(time.Since(p.commit).Seconds())
-	}
+	ps.ackObserved(p) // commit→ack, with the producer span's end
 }
 
 // topicCounters are the published counters of one topic.

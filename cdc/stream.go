@@ -200,6 +200,7 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 		p.reason = err.Error()
 		p.rec.Msg = sarama.ProducerMessage{Topic: s.build.Topic(e)}
 	}
+	s.traceSend(e, p)
 	p.msg = &p.rec.Msg
 	p.msg.Metadata = p
 	p.size = p.msg.ByteSize(recordVersion)

@@ -9,9 +9,11 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
 	"github.com/eventforge/eventforge/worker/dlq"
 )
 
@@ -78,9 +80,13 @@ func (p *partitionWorker) process(ctx context.Context, msgs []*sarama.ConsumerMe
 			return errStopped
 		}
 		if bad[i] != nil {
-			if err := p.deadLetter(ctx, msgs[i], bad[i], 1); err != nil {
+			spans := p.traceRun(msgs[i : i+1])
+			err := p.deadLetter(ctx, msgs[i], bad[i], 1, spans.spanContext(0))
+			if err != nil {
+				spans.end()
 				return err
 			}
+			spans.settle(0, spanDeadLettered, 1)
 			mark(msgs[i].Offset)
 			i++
 			continue
@@ -102,15 +108,20 @@ func (p *partitionWorker) process(ctx context.Context, msgs []*sarama.ConsumerMe
 // one or the batch fails, so a poison event cannot take its neighbours with
 // it.
 func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerMessage, evs []Event, mark func(int64)) error {
+	spans := p.traceRun(msgs)
+	defer spans.end()
 	if len(evs) > 1 {
 		var results []Result
-		err := p.attempt(ctx, "batch", func(ctx context.Context) (err error) {
+		err := p.attempt(spans.context(ctx, -1), "batch", func(ctx context.Context) (err error) {
 			results, err = applyBatch(ctx, p.r.db, p.r.cfg.Consumer, p.r.handler, evs)
 			return err
 		})
 		if err == nil {
 			if err := p.applied(evs, results); err != nil {
 				return err
+			}
+			for k, res := range results {
+				spans.settle(k, res.String(), 1)
 			}
 			mark(msgs[len(msgs)-1].Offset)
 			return nil
@@ -126,7 +137,7 @@ func (p *partitionWorker) applyRun(ctx context.Context, msgs []*sarama.ConsumerM
 		if ctx.Err() != nil {
 			return errStopped
 		}
-		if err := p.applyOne(ctx, msgs[k], evs[k]); err != nil {
+		if err := p.applyOne(ctx, msgs[k], evs[k], spans, k); err != nil {
 			return err
 		}
 		mark(msgs[k].Offset)
@@ -162,24 +173,31 @@ type tries struct {
 // applyOne applies one event, retrying in place while the partition waits
 // (see onFailure): its own failures within the attempt and time budget, an
 // outage until it ends. It returns once the event is applied or
-// dead-lettered.
-func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessage, ev Event) error {
+// dead-lettered. spans[k] is the event's process span.
+func (p *partitionWorker) applyOne(ctx context.Context, m *sarama.ConsumerMessage, ev Event, spans *eventSpans, k int) error {
 	t := tries{start: time.Now()}
-	for {
+	for n := 1; ; n++ {
 		began := time.Now()
 		var res Result
-		err := p.attempt(ctx, "single", func(ctx context.Context) (err error) {
+		err := p.attempt(spans.context(ctx, k), "single", func(ctx context.Context) (err error) {
 			res, err = ApplyOnce(ctx, p.r.db, p.r.cfg.Consumer, p.r.handler, ev)
 			return err
 		})
 		if err == nil {
-			return p.applied([]Event{ev}, []Result{res})
+			err = p.applied([]Event{ev}, []Result{res})
+			spans.settle(k, res.String(), n)
+			return err
 		}
 		waits := t.waits
 		wait, deadLetter := p.onFailure(ctx, m, ev, err, &t)
 		if deadLetter {
-			return p.deadLetter(ctx, m, err, max(t.attempts, 1))
+			if err := p.deadLetter(ctx, m, err, max(t.attempts, 1), spans.spanContext(k)); err != nil {
+				return err
+			}
+			spans.settle(k, spanDeadLettered, n)
+			return nil
 		}
+		spans.retry(k, n, err)
 		if t.waits > waits {
 			t.waited += time.Since(began) + wait
 		}
@@ -254,18 +272,19 @@ func (p *partitionWorker) attempt(ctx context.Context, mode string, f func(conte
 	defer cancel()
 	start := time.Now()
 	err := f(ctx)
-	p.r.m.applySeconds.WithLabelValues(mode).Observe(time.Since(start).Seconds())
+	tracing.Observe(p.r.m.applySeconds.WithLabelValues(mode), time.Since(start).Seconds(), trace.SpanContextFromContext(ctx))
 	return err
 }
 
 // deadLetter produces m's dead letter and waits for the broker's ack before
 // returning, retrying until it gets one or the session ends: only then may
 // the caller mark the original offset (docs/design.md#bounded-retries).
-func (p *partitionWorker) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error, attempts int) error {
+// The dead letter's traceparent is sc, the event's process span, when valid.
+func (p *partitionWorker) deadLetter(ctx context.Context, m *sarama.ConsumerMessage, cause error, attempts int, sc trace.SpanContext) error {
 	if hook := p.r.cfg.hooks.beforeDeadLetter; hook != nil {
 		hook(m)
 	}
-	info := dlq.Info{Error: cause.Error(), Attempts: attempts}
+	info := dlq.Info{Error: cause.Error(), Attempts: attempts, Trace: sc}
 	for n := 1; ; n++ {
 		err := p.r.dl.send(m, info)
 		if err == nil {

@@ -75,6 +75,8 @@ type Decoder struct {
 	schema, table string
 	cols          [numFields]string // column of each field (see columnsOf)
 	extras        []outbox.Extra    // extra columns carried as headers
+	spanContext   string            // the extra header holding a Debezium span context; "" none
+	dropSpanCtx   bool              // spanContext is ours, not a header the mapping asked for
 	tombstone     bool              // a NULL payload is a record without a value
 	kind          outbox.PayloadKind
 	jsonChecked   bool // with kindSet: the payload is JSON the server validated
@@ -117,15 +119,18 @@ func NewMappedDecoder(m *outbox.Mapping) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
+	extras, spanCtx, own := spanContextExtra(extras, mm.TracingSpanContext)
 	return &Decoder{
-		schema:    schema,
-		table:     table,
-		cols:      columnsOf(&mm),
-		extras:    extras,
-		extraVals: make([]value, len(extras)),
-		tombstone: mm.NullPayload == outbox.NullPayloadTombstone,
-		relations: make(map[uint32]*relation),
-		interned:  make(map[string]string),
+		schema:      schema,
+		table:       table,
+		cols:        columnsOf(&mm),
+		spanContext: spanCtx,
+		dropSpanCtx: own,
+		extras:      extras,
+		extraVals:   make([]value, len(extras)),
+		tombstone:   mm.NullPayload == outbox.NullPayloadTombstone,
+		relations:   make(map[uint32]*relation),
+		interned:    make(map[string]string),
 	}, nil
 }
 

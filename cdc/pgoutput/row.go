@@ -72,7 +72,7 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 		return nil, &RowError{Relation: rel.name, Column: d.cols[fieldHeaders], EventID: id,
 			AggregateType: string(vals[fieldAggregateType].data), Reason: err.Error()}
 	}
-	headers = d.extraHeaders(headers)
+	headers = d.spanContextHeaders(d.extraHeaders(headers))
 	kind, checked := rel.payloadKind, rel.jsonChecked
 	if d.kindSet {
 		kind, checked = d.kind, d.jsonChecked

@@ -59,6 +59,11 @@ With --api-token or --api-token-file the /orders routes need "Authorization: Bea
 			if cfg.Token == "" {
 				warnExposed(log, "api run", cfg.HTTPAddr, "--api-token-file")
 			}
+			stopTracing, err := startTracing(cmd.Context(), "eventforge-api", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			guard, err := privileges.API().Verify(cmd.Context(), pg.url, log)
 			if err != nil {
 				return err

@@ -151,6 +151,11 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if heartbeat == 0 {
 				cfg.HeartbeatInterval = -1 // 0 disables
 			}
+			stopTracing, err := startTracing(cmd.Context(), "eventforge-relay", log)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			reg := ops.NewRegistry()
 			if err := rf.schema.apply(cmd.Context(), &cfg, reg); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -212,6 +213,11 @@ func replayDLQ(ctx context.Context, w io.Writer, f *dlqFlags, sel dlq.Selection,
 		}
 		fmt.Fprintf(w, "%s %s offset %d/%d: %s\n", verb, orNone(s.Letter.EventID), s.Letter.Partition, s.Letter.Offset, s.Reason)
 	}
+	stopTracing, err := startTracing(ctx, "eventforge-dlq", slog.Default())
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	kc, err := f.kafka.config("eventforge-dlq")
 	if err != nil {
 		return err

@@ -40,7 +40,7 @@ func (f *mappingFlags) register(cmd *cobra.Command, relay bool) {
 	fs := cmd.Flags()
 	def := outbox.DefaultMapping()
 	f.relay = relay
-	fs.StringVar(&f.file, "outbox-config", "", "YAML file with the outbox mapping: preset, table, event_id, topic, key, event_type, payload, headers, created_at, extra_headers, null_payload, record_format, cloudevents_source, value_converter, key_converter, debezium_logical_name, debezium_connector_name, topic_prefix (flags win over it)")
+	fs.StringVar(&f.file, "outbox-config", "", "YAML file with the outbox mapping: preset, table, event_id, topic, key, event_type, payload, headers, created_at, extra_headers, tracing_span_context, null_payload, record_format, cloudevents_source, value_converter, key_converter, debezium_logical_name, debezium_connector_name, topic_prefix (flags win over it)")
 	fs.StringVar(&f.preset, "outbox-preset", outbox.PresetEventForge, "defaults of the outbox mapping: eventforge (the contract's outbox table) or debezium (the table and records of Debezium's outbox event router; see docs/debezium.md)")
 	fs.StringVar(&f.set.Table, "outbox-table", def.Table, "table of the outbox: table or schema.table")
 	for _, c := range columnFlags {

@@ -104,6 +104,11 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 	if cfg.Kafka, err = f.kafka.config("eventforge-worker"); err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(cmd.Context(), "eventforge-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cfg.Logger = log
 	reg := ops.NewRegistry()
 	cfg.Registerer = reg

@@ -14,6 +14,12 @@ export EVENTFORGE_LOG_FORMAT=text EVENTFORGE_LOG_LEVEL=warn
 logs=$state/demo; mkdir -p "$logs"
 
 pids=()
+# Tracing: TRACING=1 starts a Jaeger on loopback for the demo (built once by
+# deploy/local/jaeger.sh); an OTEL_EXPORTER_OTLP_ENDPOINT of your own wins.
+if [ "${TRACING:-0}" = 1 ] && [ -z "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]; then
+	"$here/jaeger.sh" start "$state/jaeger"
+	set -a; eval "$("$here/jaeger.sh" env "$state/jaeger" | grep -v GRPC)"; set +a
+fi
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 psql_() { psql -X -q -v ON_ERROR_STOP=1 "$EVENTFORGE_PG_URL" "$@"; }
@@ -34,10 +40,13 @@ wait_for 60 curl -fs -o /dev/null "http://127.0.0.1:$cdc_port/readyz" || die "re
 
 run=$(date +%s)
 ids=()
+trace_ids=()
 step "create 5 orders through the API"
 for i in 1 2 3 4 5; do
 	id="demo-$run-api-$i"
+	trace_ids+=("$(python3 -c 'import secrets; print(secrets.token_hex(16))')")
 	curl -fsS -X POST "http://127.0.0.1:$api_port/orders" -H 'Content-Type: application/json' \
+		-H "traceparent: 00-${trace_ids[-1]}-$(python3 -c 'import secrets; print(secrets.token_hex(8))')-01" \
 		-d "{\"id\":\"$id\",\"customer\":\"customer-$i\",\"amount\":$((i * 1000)),\"currency\":\"EUR\"}"
 	echo
 	ids+=("$id")
@@ -85,6 +94,20 @@ echo "rolled-back events in Kafka: $rolled (must be 0)"
 step "relay and worker metrics"
 curl -fsS "http://127.0.0.1:$cdc_port/metrics" | grep -E '^eventforge_(cdc_events_published_total|cdc_confirmed_lsn)' || true
 curl -fsS "http://127.0.0.1:$worker_port/metrics" | grep -E '^eventforge_worker_events_total' || true
+
+if [ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-}" ]; then
+	step "traces (api -> relay -> worker), sent to ${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-$OTEL_EXPORTER_OTLP_ENDPOINT}"
+	for i in "${!trace_ids[@]}"; do
+		if [ -n "${JAEGER_QUERY_URL:-}" ]; then
+			echo "order ${ids[$i]}: $JAEGER_QUERY_URL/api/traces/${trace_ids[$i]}"
+		else
+			echo "order ${ids[$i]}: trace id ${trace_ids[$i]}"
+		fi
+	done
+	echo "services: eventforge-api, eventforge-relay, eventforge-worker (docs/tracing.md)"
+else
+	step "traces: off (set OTEL_EXPORTER_OTLP_ENDPOINT, or run make demo TRACING=1 for a local Jaeger; docs/tracing.md)"
+fi
 
 step "the relay's slot, read live"
 "$bin" slot status --slot eventforge_demo

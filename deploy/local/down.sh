@@ -15,5 +15,6 @@ done
 for d in "$state/pg" "$state"/pg-1[0-9] "$state"/private/pg-*; do
 	[ -d "$d" ] && "$here/pg.sh" stop "$d"
 done
+[ -d "$state/jaeger" ] && "$here/jaeger.sh" stop "$state/jaeger"
 rm -f "$state/local.env"
 log "stopped"

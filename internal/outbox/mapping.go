@@ -54,6 +54,12 @@ type Mapping struct {
 	// "column:header" (Debezium's table.fields.additional.placement
 	// column:header:alias, placement header).
 	ExtraHeaders []string `yaml:"extra_headers"`
+	// TracingSpanContext is the column holding a span context the way
+	// Debezium's tracing.span.context.field does: Java properties text
+	// (traceparent=…, tracestate=…). The relay's span continues it when the
+	// row's headers carry no traceparent. Optional: a table without the
+	// column has no such context. Preset debezium: tracingspancontext.
+	TracingSpanContext string `yaml:"tracing_span_context"`
 	// NullPayload: "reject" (default: the row goes to outbox_rejected) or
 	// "tombstone" (a record without a value, as Debezium's router writes).
 	NullPayload string `yaml:"null_payload"`
@@ -90,6 +96,10 @@ const (
 	NullPayloadTombstone = "tombstone"
 )
 
+// DebeziumTracingSpanContext is the span context column of Debezium's
+// outbox table (its router's tracing.span.context.field default).
+const DebeziumTracingSpanContext = "tracingspancontext"
+
 // DefaultCloudEventsSource is ce_source when none is configured.
 const DefaultCloudEventsSource = "/eventforge"
 
@@ -107,7 +117,7 @@ func Preset(name string) (Mapping, error) {
 	case PresetDebezium:
 		return Mapping{
 			Table: "public.outbox", EventID: "id", Topic: "aggregatetype", Key: "aggregateid",
-			EventType: "type", Payload: "payload",
+			EventType: "type", Payload: "payload", TracingSpanContext: DebeziumTracingSpanContext,
 			NullPayload: NullPayloadTombstone, Format: FormatDebezium, CloudEventsSource: DefaultCloudEventsSource,
 		}, nil
 	}
@@ -168,6 +178,7 @@ func (m *Mapping) Overlay(o Mapping) {
 	set(&m.Payload, o.Payload)
 	set(&m.Headers, o.Headers)
 	set(&m.CreatedAt, o.CreatedAt)
+	set(&m.TracingSpanContext, o.TracingSpanContext)
 	set(&m.NullPayload, o.NullPayload)
 	set(&m.Format, o.Format)
 	set(&m.CloudEventsSource, o.CloudEventsSource)
@@ -186,7 +197,7 @@ const None = "-"
 
 // normal is m with None columns cleared.
 func (m Mapping) normal() Mapping {
-	for _, p := range []*string{&m.EventType, &m.Headers, &m.CreatedAt} {
+	for _, p := range []*string{&m.EventType, &m.Headers, &m.CreatedAt, &m.TracingSpanContext} {
 		if *p == None {
 			*p = ""
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // reserved are header names the contract fills itself; entries of the headers
@@ -50,6 +51,11 @@ type Record struct {
 	Msg        sarama.ProducerMessage
 	key, value sarama.ByteEncoder
 	headers    [3]sarama.RecordHeader // the contract's; more only with a headers column
+
+	// Span is the relay's producer span of the record when it is traced
+	// (nil otherwise): started when the record is built, ended on the
+	// broker's ack.
+	Span trace.Span
 }
 
 // Builder builds the records of one relay session: the per-event hot path.

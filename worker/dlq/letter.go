@@ -19,8 +19,10 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
 )
 
 // MaxErrorBytes bounds the error text carried in a dead letter's header.
@@ -43,6 +45,10 @@ type Info struct {
 	Error    string // the last failure
 	Attempts int    // attempts made in all
 	Consumer string // the inbox consumer name of the worker
+	// Trace is the span context of the worker's process span: when valid,
+	// the dead letter's traceparent (and tracestate) name it, so the
+	// letter and a replay of it stay in the event's trace.
+	Trace trace.SpanContext
 }
 
 // Message builds the dead letter of m. Its Partition field holds the
@@ -62,6 +68,7 @@ func Message(m *sarama.ConsumerMessage, info Info) *sarama.ProducerMessage {
 		header(outbox.HeaderDLQOriginalOffset, strconv.FormatInt(m.Offset, 10)),
 		header(outbox.HeaderDLQConsumer, info.Consumer),
 	)
+	hs = tracing.SetRecordHeaders(hs, info.Trace)
 	pm := &sarama.ProducerMessage{
 		Topic:     Topic(m.Topic),
 		Headers:   hs,

@@ -114,7 +114,10 @@ type Replayed struct {
 func Replay(producer sarama.SyncProducer, plan Plan) ([]Replayed, error) {
 	done := make([]Replayed, 0, len(plan.Replay))
 	for _, l := range plan.Replay {
-		p, off, err := producer.SendMessage(l.Republish())
+		msg := l.Republish()
+		span := traceReplay(l, msg)
+		p, off, err := producer.SendMessage(msg)
+		endReplay(span, p, off, err)
 		if err != nil {
 			return done, fmt.Errorf("republish event %s to %s: %w", l.EventID, l.Destination(), err)
 		}

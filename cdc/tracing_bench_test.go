@@ -1,0 +1,55 @@
+package cdc
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
+)
+
+// BenchmarkTracedEvent is the relay's per-event tracing work, record build
+// included as the yardstick: traceSend at publish and ackObserved at the
+// ack, tracing off, sampling everything (batched to an exporter that drops
+// the spans) and sampling 1%. Rows carry no traceparent (root spans).
+func BenchmarkTracedEvent(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		sampler sdktrace.Sampler // nil: tracing off
+	}{
+		{"off", nil},
+		{"on-100%", sdktrace.ParentBased(sdktrace.AlwaysSample())},
+		{"on-1%", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.sampler != nil {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tc.sampler),
+					sdktrace.WithBatcher(tracetest.NewNoopExporter(), sdktrace.WithMaxQueueSize(1<<16)))
+				defer func() { _ = tp.Shutdown(context.Background()) }()
+				defer tracing.Use(tp)()
+			}
+			build := outbox.NewBuilder("")
+			e := &outbox.Event{ID: uuid.New(), AggregateType: "orders", AggregateID: "o-123456", EventType: "order.created",
+				Payload: []byte(`{"id":"o-123456","amount":1200,"currency":"EUR"}`), CommitTime: time.Now()}
+			s := &stream{}
+			ps := &producerSession{m: &metrics{commitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h", Buckets: commitToAckBuckets()})}}
+			b.ReportAllocs()
+			for b.Loop() {
+				p := &pending{id: e.ID, commit: e.CommitTime}
+				if err := build.Build(&p.rec, e); err != nil {
+					b.Fatal(err)
+				}
+				s.traceSend(e, p)
+				p.msg = &p.rec.Msg
+				p.out.Offset = 1
+				ps.ackObserved(p)
+			}
+		})
+	}
+}
