@@ -66,7 +66,8 @@ func newEngine(client sarama.Client, sc *sarama.Config, maxBytes int, h pendingH
 			return h.tooLarge(ctx, pendingOf(r), err)
 		},
 		Failed: func(r *produce.Record, err error) { h.failed(pendingOf(r), err) },
-		Sent:   func() { failpoint.Hit(failpoint.CDCAfterProduceBeforeAck) },
+		// The records of a request are in Kafka, not yet acked.
+		Produced: func() { failpoint.Hit(failpoint.CDCAfterProduceBeforeAck) },
 		Fatal: func(r *produce.Record, err error) error {
 			p := pendingOf(r)
 			return fatal(fmt.Errorf("produce event %s to %s: %w: %s", p.id, p.msg.Topic, err, produce.FatalHint(err)))

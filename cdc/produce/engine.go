@@ -62,9 +62,11 @@ type Hooks struct {
 	Failed func(r *Record, err error)
 	// Fatal makes the error Run returns for a refusal no retry can fix.
 	Fatal func(r *Record, err error) error
-	// Sent, if set, is called each time a generation is handed to the
-	// sender of its partition's leader (a failpoint of the relay's tests).
-	Sent func()
+	// Produced, if set, is called by a sender each time the broker
+	// accepted a request, before its records are settled (a failpoint of
+	// the relay's tests: the records are in Kafka, not yet acked). It runs
+	// on the sender's goroutine.
+	Produced func()
 }
 
 // Cluster is what the engine needs of a sarama.Client.
@@ -398,9 +400,6 @@ func (e *Engine[T]) send(g *generation) {
 		go s.run()
 	}
 	s.add(g)
-	if e.hooks.Sent != nil {
-		e.hooks.Sent()
-	}
 }
 
 // settle acts on one request's outcome, generation by generation.

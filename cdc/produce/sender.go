@@ -117,6 +117,8 @@ func (s *sender[T]) produce(gens []*generation) *flight {
 	resp, err := s.broker.Produce(req)
 	if err != nil {
 		_ = s.broker.Close()
+	} else if s.e.hooks.Produced != nil {
+		s.e.hooks.Produced()
 	}
 	return &flight{gens: gens, resp: resp, err: err}
 }
