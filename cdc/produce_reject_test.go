@@ -146,12 +146,12 @@ func TestOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	env := testenv.Shared(t)
 	cfg, db, topic, first, col := firstEventThenStop(t, env)
 
-	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "4000")
+	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "10000")
 	old := []uuid.UUID{uuid.New(), uuid.New()}
 	for _, id := range old {
 		insertEvent(t, db, id, "k1", 100)
 	}
-	time.Sleep(5 * time.Second) // their commit times are now older than the topic accepts
+	time.Sleep(11 * time.Second) // their commit times are now older than the topic accepts
 	fresh := []uuid.UUID{uuid.New(), uuid.New()}
 	for _, id := range fresh {
 		insertEvent(t, db, id, "k1", 100)
