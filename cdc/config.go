@@ -18,7 +18,6 @@ import (
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
-	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // Defaults of Config, also the defaults of the `cdc run` flags.
@@ -82,11 +81,11 @@ const maxStatusInterval = 10 * time.Second
 // required fields (PGURL, Kafka.Brokers), then New validates it; a zero
 // duration or size takes its default.
 type Config struct {
-	PGURL       string           // PostgreSQL URL; required
-	Kafka       kafkaconf.Config // brokers and security; Kafka.Brokers required
-	Slot        string           // logical replication slot, created when missing; default DefaultSlot
-	Publication string           // must exist (eventforge migrate creates it); default DefaultPublication
-	OutboxTable string           // schema.table the publication covers; default DefaultOutboxTable; Mapping.Table wins when set
+	PGURL       string       // PostgreSQL URL; required
+	Kafka       kafka.Config // brokers and security; Kafka.Brokers required
+	Slot        string       // logical replication slot, created when missing; default DefaultSlot
+	Publication string       // must exist (eventforge migrate creates it); default DefaultPublication
+	OutboxTable string       // schema.table the publication covers; default DefaultOutboxTable; Mapping.Table wins when set
 	// Mapping names the outbox's table and columns and the record format;
 	// zero (default): the contract's (outbox.DefaultMapping) on OutboxTable.
 	Mapping Mapping
