@@ -2,6 +2,10 @@
 // replication slot (pgoutput), produces them to Kafka with an idempotent
 // producer, and confirms the slot only up to the end of the longest prefix of
 // transactions whose every event the broker has acknowledged.
+//
+// Imports (floor: product, the relay): shared libraries, among them its
+// engine's own packages cdc/pgoutput, cdc/ack, cdc/position and cdc/produce;
+// never worker, api or the tools.
 package cdc
 
 import (

@@ -7,7 +7,10 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -114,7 +117,7 @@ func violations(graph map[string][]string) []string {
 }
 
 func TestImportsKeepToTheirFloor(t *testing.T) {
-	graph := moduleGraph(t)
+	graph, _ := moduleGraph(t)
 	if len(graph) < 20 {
 		t.Fatalf("go list found %d packages; expected the whole module", len(graph))
 	}
@@ -124,26 +127,31 @@ func TestImportsKeepToTheirFloor(t *testing.T) {
 }
 
 // moduleGraph lists the module's packages and their non-test imports inside
-// the module, by module-relative path.
-func moduleGraph(t *testing.T) map[string][]string {
+// the module, by module-relative path, and the non-test Go files of each.
+func moduleGraph(t *testing.T) (graph, files map[string][]string) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...")
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{.Dir}} {{join .GoFiles ","}}, {{join .Imports " "}}`, module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	graph := map[string][]string{}
+	graph, files = map[string][]string{}, map[string][]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
+		if len(fields) < 3 {
 			continue
 		}
 		pkg := strings.TrimPrefix(fields[0], module+"/")
 		graph[pkg] = nil
-		for _, imp := range fields[1:] {
+		for _, f := range strings.Split(strings.TrimSuffix(fields[2], ","), ",") {
+			if f != "" {
+				files[pkg] = append(files[pkg], filepath.Join(fields[1], f))
+			}
+		}
+		for _, imp := range fields[3:] {
 			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
 				graph[pkg] = append(graph[pkg], rel)
 			}
@@ -152,7 +160,40 @@ func moduleGraph(t *testing.T) map[string][]string {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return graph
+	return graph, files
+}
+
+// TestPackageDocsSayWhatTheyMayImport holds every package with Go code to a
+// doc comment that says, besides what the package owns, its floor and what
+// it may import ("Imports (floor: ...): ...").
+func TestPackageDocsSayWhatTheyMayImport(t *testing.T) {
+	_, files := moduleGraph(t)
+	for pkg, paths := range files {
+		doc := packageDoc(t, paths)
+		switch {
+		case doc == "":
+			t.Errorf("%s: no package doc comment", pkg)
+		case !strings.Contains(doc, "Imports ("):
+			t.Errorf("%s: the package doc comment does not say what it may import (\"Imports (floor: ...): ...\")", pkg)
+		}
+	}
+}
+
+// packageDoc returns the package doc comments of the given files, joined.
+func packageDoc(t *testing.T, paths []string) string {
+	t.Helper()
+	var docs []string
+	fset := token.NewFileSet()
+	for _, path := range paths {
+		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			docs = append(docs, f.Doc.Text())
+		}
+	}
+	return strings.Join(docs, "\n")
 }
 
 func TestFloorRuleCatchesWrongImports(t *testing.T) {
