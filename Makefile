@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # packages at a time keep a 2-core machine responsive.
 TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
 
-.PHONY: all build up down test jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
+.PHONY: all build check up down test jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
 
 all: build
 
@@ -43,6 +43,14 @@ staticcheck:
 # into the state folder, so the product's go.mod never takes its dependencies.
 jaeger:
 	@deploy/local/jaeger.sh build >/dev/null
+
+# The inner loop while changing code: build, vet, staticcheck and the unit
+# tests (-short: every test that needs PostgreSQL or Kafka skips), no
+# services, no race detector. Test results are cached as go test caches
+# them; CHECK_FLAGS=-count=1 runs every test again.
+CHECK_FLAGS ?=
+check: build vet staticcheck
+	$(GO) test -short $(CHECK_FLAGS) ./...
 
 # Unit tests only: no local services needed.
 unit:

@@ -3,6 +3,9 @@
 // back. /healthz, /readyz and /metrics are served next to it (package ops),
 // with GET /openapi.json, the OpenAPI 3.0 document of all of them. An
 // optional bearer token guards the /orders routes.
+//
+// Imports (floor: product): shared libraries only; never cdc, worker or the
+// tools.
 package api
 
 import (

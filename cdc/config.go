@@ -2,6 +2,10 @@
 // replication slot (pgoutput), produces them to Kafka with an idempotent
 // producer, and confirms the slot only up to the end of the longest prefix of
 // transactions whose every event the broker has acknowledged.
+//
+// Imports (floor: product, the relay): shared libraries, among them its
+// engine's own packages cdc/pgoutput, cdc/ack, cdc/position and cdc/produce;
+// never worker, api or the tools.
 package cdc
 
 import (
@@ -18,7 +22,6 @@ import (
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/pgconn"
-	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 
 // Defaults of Config, also the defaults of the `cdc run` flags.
@@ -82,11 +85,11 @@ const maxStatusInterval = 10 * time.Second
 // required fields (PGURL, Kafka.Brokers), then New validates it; a zero
 // duration or size takes its default.
 type Config struct {
-	PGURL       string           // PostgreSQL URL; required
-	Kafka       kafkaconf.Config // brokers and security; Kafka.Brokers required
-	Slot        string           // logical replication slot, created when missing; default DefaultSlot
-	Publication string           // must exist (eventforge migrate creates it); default DefaultPublication
-	OutboxTable string           // schema.table the publication covers; default DefaultOutboxTable; Mapping.Table wins when set
+	PGURL       string       // PostgreSQL URL; required
+	Kafka       kafka.Config // brokers and security; Kafka.Brokers required
+	Slot        string       // logical replication slot, created when missing; default DefaultSlot
+	Publication string       // must exist (eventforge migrate creates it); default DefaultPublication
+	OutboxTable string       // schema.table the publication covers; default DefaultOutboxTable; Mapping.Table wins when set
 	// Mapping names the outbox's table and columns and the record format;
 	// zero (default): the contract's (outbox.DefaultMapping) on OutboxTable.
 	Mapping Mapping
@@ -246,52 +249,103 @@ var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 // fields are checked with their defaults. It never repeats a password.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	var errs []error
-	add := func(field, format string, args ...any) { errs = append(errs, fielderr.New(field, format, args...)) }
-	if c.PGURL == "" {
-		add("Config.PGURL", "required")
-	} else if _, err := pgconn.ParseConfig(c.PGURL); err != nil {
-		errs = append(errs, fielderr.Wrap("Config.PGURL", err))
+	var p problems
+	c.validateConnections(&p)
+	c.validateSlot(&p)
+	c.validateBackfill(&p)
+	c.validateRecords(&p)
+	c.validateTopics(&p)
+	c.validateWindow(&p)
+	c.validateTimings(&p)
+	c.validateReserved(&p)
+	if c.ReconnectMax < c.ReconnectMin {
+		p.add("Config.ReconnectMax", "%s is below Config.ReconnectMin %s", c.ReconnectMax, c.ReconnectMin)
 	}
-	errs = append(errs, c.Kafka.Validate())
-	errs = append(errs, c.validateFailover()...)
+	if _, err := ParseCompression(c.Compression); err != nil {
+		p = append(p, fielderr.Wrap("Config.Compression", err))
+	}
+	return errors.Join(p...)
+}
+
+// problems collects what Validate finds, each error naming its field.
+type problems []error
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, fielderr.New(field, format, args...))
+}
+
+// validateConnections checks how the relay reaches PostgreSQL and Kafka.
+func (c Config) validateConnections(p *problems) {
+	if c.PGURL == "" {
+		p.add("Config.PGURL", "required")
+	} else if _, err := pgconn.ParseConfig(c.PGURL); err != nil {
+		*p = append(*p, fielderr.Wrap("Config.PGURL", err))
+	}
+	*p = append(*p, c.Kafka.Validate())
+	*p = append(*p, c.validateFailover()...)
+}
+
+// validateSlot checks the names the relay gives PostgreSQL.
+func (c Config) validateSlot(p *problems) {
 	if !slotName.MatchString(c.Slot) {
-		add("Config.Slot", "invalid slot name %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
+		p.add("Config.Slot", "invalid slot name %q: use 1-63 lower-case letters, digits or underscores", c.Slot)
 	}
 	if strings.ContainsAny(c.Publication, "'\"\x00") {
-		add("Config.Publication", "invalid publication name %q", c.Publication)
+		p.add("Config.Publication", "invalid publication name %q", c.Publication)
 	}
+}
+
+// validateBackfill checks the snapshot backfill's settings against each
+// other and against exactly-once mode.
+func (c Config) validateBackfill(p *problems) {
 	if c.ExactlyOnce && (c.BackfillAll || !c.BackfillSince.IsZero()) {
-		add("", "Config.ExactlyOnce does not cover the snapshot backfill (Config.BackfillAll, Config.BackfillSince): run the backfill without it, then restart with Config.ExactlyOnce")
+		p.add("", "Config.ExactlyOnce does not cover the snapshot backfill (Config.BackfillAll, Config.BackfillSince): run the backfill without it, then restart with Config.ExactlyOnce")
 	}
 	if c.BackfillAll && !c.BackfillSince.IsZero() {
-		add("", "Config.BackfillAll and Config.BackfillSince exclude each other")
+		p.add("", "Config.BackfillAll and Config.BackfillSince exclude each other")
 	}
-	errs = append(errs, fielderr.Wrap("Config.Mapping", c.Mapping.Validate()))
+}
+
+// validateRecords checks how rows become records: the mapping and the
+// topic prefix.
+func (c Config) validateRecords(p *problems) {
+	*p = append(*p, fielderr.Wrap("Config.Mapping", c.Mapping.Validate()))
 	// An invalid prefix would set every event aside.
-	if p := c.TopicPrefix; p != "" && outbox.TopicProblem(p+"x") != "" {
-		add("Config.TopicPrefix", "invalid prefix %q: %s", p, outbox.TopicProblem(p+"x"))
+	if pre := c.TopicPrefix; pre != "" && outbox.TopicProblem(pre+"x") != "" {
+		p.add("Config.TopicPrefix", "invalid prefix %q: %s", pre, outbox.TopicProblem(pre+"x"))
 	}
+}
+
+// validateTopics checks the settings of the topics the relay creates.
+func (c Config) validateTopics(p *problems) {
 	if c.TopicPartitions < 1 {
-		add("Config.TopicPartitions", "%d: must be at least 1", c.TopicPartitions)
+		p.add("Config.TopicPartitions", "%d: must be at least 1", c.TopicPartitions)
 	}
 	if c.TopicReplicationFactor < 1 && c.TopicReplicationFactor != -1 {
-		add("Config.TopicReplicationFactor", "%d: must be -1 (the broker's default) or at least 1", c.TopicReplicationFactor)
+		p.add("Config.TopicReplicationFactor", "%d: must be -1 (the broker's default) or at least 1", c.TopicReplicationFactor)
 	}
 	if c.TopicMinInsyncReplicas < 0 {
-		add("Config.TopicMinInsyncReplicas", "%d: must be 0 (the broker's default) or at least 1", c.TopicMinInsyncReplicas)
+		p.add("Config.TopicMinInsyncReplicas", "%d: must be 0 (the broker's default) or at least 1", c.TopicMinInsyncReplicas)
 	} else if c.TopicReplicationFactor > 0 && c.TopicMinInsyncReplicas > int(c.TopicReplicationFactor) {
-		add("Config.TopicMinInsyncReplicas", "%d exceeds Config.TopicReplicationFactor %d: no write could ever be acknowledged", c.TopicMinInsyncReplicas, c.TopicReplicationFactor)
+		p.add("Config.TopicMinInsyncReplicas", "%d exceeds Config.TopicReplicationFactor %d: no write could ever be acknowledged", c.TopicMinInsyncReplicas, c.TopicReplicationFactor)
 	}
+}
+
+// validateWindow checks the in-flight window and the record size limit.
+func (c Config) validateWindow(p *problems) {
 	if c.MaxInFlightEvents < 1 {
-		add("Config.MaxInFlightEvents", "%d: must be at least 1", c.MaxInFlightEvents)
+		p.add("Config.MaxInFlightEvents", "%d: must be at least 1", c.MaxInFlightEvents)
 	}
 	if c.MaxInFlightBytes < 1 {
-		add("Config.MaxInFlightBytes", "%d: must be at least 1", c.MaxInFlightBytes)
+		p.add("Config.MaxInFlightBytes", "%d: must be at least 1", c.MaxInFlightBytes)
 	}
 	if c.MaxMessageBytes < 1024 || c.MaxMessageBytes >= int(sarama.MaxRequestSize) {
-		add("Config.MaxMessageBytes", "%d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
+		p.add("Config.MaxMessageBytes", "%d: must be between 1024 and %d", c.MaxMessageBytes, sarama.MaxRequestSize-1)
 	}
+}
+
+// validateTimings checks the durations that may not be negative.
+func (c Config) validateTimings(p *problems) {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -301,27 +355,23 @@ func (c Config) Validate() error {
 		{"Config.ReceiveTimeout", c.ReceiveTimeout, "0 (derived) or positive"},
 		{"Config.StatusInterval", c.StatusInterval, "0 (derived) or positive"},
 		{"Config.ShutdownTimeout", c.ShutdownTimeout, "positive"},
+		{"Config.TxnInterval", c.TxnInterval, "positive"},
 	} {
 		if d.v < 0 {
-			add(d.field, "%s: must be %s", d.v, d.what)
+			p.add(d.field, "%s: must be %s", d.v, d.what)
 		}
 	}
-	if c.TxnInterval < 0 {
-		add("Config.TxnInterval", "%s: must be positive", c.TxnInterval)
+}
+
+// validateReserved checks the exactly-once position topic and the allowed
+// topics.
+func (c Config) validateReserved(p *problems) {
+	if pt := c.PositionTopic; pt != "" && outbox.TopicProblem(pt) != "" {
+		p.add("Config.PositionTopic", "invalid topic %q: %s", pt, outbox.TopicProblem(pt))
 	}
-	if p := c.PositionTopic; p != "" && outbox.TopicProblem(p) != "" {
-		add("Config.PositionTopic", "invalid topic %q: %s", p, outbox.TopicProblem(p))
+	for _, msg := range allowedTopicsProblems(c.AllowedTopics) {
+		p.add("Config.AllowedTopics", "%s", msg)
 	}
-	for _, p := range allowedTopicsProblems(c.AllowedTopics) {
-		add("Config.AllowedTopics", "%s", p)
-	}
-	if c.ReconnectMax < c.ReconnectMin {
-		add("Config.ReconnectMax", "%s is below Config.ReconnectMin %s", c.ReconnectMax, c.ReconnectMin)
-	}
-	if _, err := ParseCompression(c.Compression); err != nil {
-		errs = append(errs, fielderr.Wrap("Config.Compression", err))
-	}
-	return errors.Join(errs...)
 }
 
 // outboxTable splits the outbox table into schema and table.

@@ -17,24 +17,9 @@ import (
 // writes (docs/design.md#no-silent-slot-recreation). Failures are logged and retried on the next tick;
 // they never stop the relay. On exit it writes the last confirmed position.
 func (r *Relay) maintain(ctx context.Context) {
-	var (
-		conn *pgx.Conn
-		done written
-	)
-	defer func() {
-		// The last confirmation of a clean shutdown is recorded too.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-		defer cancel()
-		if conn == nil && pglogrepl.LSN(r.confirmed.Load()) > done.lsn {
-			conn, _ = connectSQL(fctx, r.cfg.PGURL)
-		}
-		if conn != nil {
-			if err := r.writeState(fctx, conn, &done); err != nil {
-				r.log.Warn("relay_state update failed", "err", err)
-			}
-			conn.Close(fctx)
-		}
-	}()
+	m := &maintenanceConn{r: r, ctx: ctx}
+	var done written
+	defer r.writeLastState(ctx, m, &done)
 	hb := tickerOrNil(r.cfg.HeartbeatInterval)
 	sample := time.NewTicker(r.cfg.SlotSampleInterval)
 	state := time.NewTicker(r.cfg.StateWriteInterval)
@@ -44,61 +29,82 @@ func (r *Relay) maintain(ctx context.Context) {
 	if hb != nil {
 		defer hb.Stop()
 	}
-	get := func() *pgx.Conn {
-		if conn == nil {
-			cctx, cancel := context.WithTimeout(ctx, r.ioTimeout())
-			c, err := connectSQL(cctx, r.cfg.PGURL)
-			cancel()
-			if err != nil {
-				r.log.Debug("maintenance connection", "err", err)
-				return nil
-			}
-			conn = c
-		}
-		return conn
-	}
-	drop := func(what string, err error) {
-		if ctx.Err() == nil {
-			r.log.Warn(what+" failed", "err", err)
-		}
-		if conn != nil {
-			closeConn(ctx, conn.Close) // bounded: the peer may be gone
-			conn = nil
-		}
-	}
-	if c := get(); c != nil {
-		if err := r.bounded(ctx, c, r.sampleSlot); err != nil {
-			drop("slot sampling", err)
-		}
-	}
+	m.do("slot sampling", r.sampleSlot)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tickC(hb):
-			if r.State() != stateStreaming {
-				continue
-			}
-			if c := get(); c != nil {
-				if err := r.bounded(ctx, c, r.heartbeat); err != nil {
-					drop("heartbeat", err)
-				}
+			if r.State() == stateStreaming {
+				m.do("heartbeat", r.heartbeat)
 			}
 		case <-sample.C:
-			if c := get(); c != nil {
-				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.sampleAndGuard(ctx, c, &guard) })
-				if err != nil {
-					drop("slot sampling", err)
-				}
-			}
+			m.do("slot sampling", func(ctx context.Context, c *pgx.Conn) error { return r.sampleAndGuard(ctx, c, &guard) })
 		case <-state.C:
-			if c := get(); c != nil {
-				err := r.bounded(ctx, c, func(ctx context.Context, c *pgx.Conn) error { return r.writeState(ctx, c, &done) })
-				if err != nil {
-					drop("relay_state update", err)
-				}
-			}
+			m.do("relay_state update", func(ctx context.Context, c *pgx.Conn) error { return r.writeState(ctx, c, &done) })
 		}
+	}
+}
+
+// maintenanceConn is maintain's connection: opened when an operation needs
+// it, dropped when one fails, so the next tick opens a fresh one.
+type maintenanceConn struct {
+	r    *Relay
+	ctx  context.Context
+	conn *pgx.Conn
+}
+
+// get returns the connection, opening it (within ioTimeout) when there is
+// none; nil when it cannot be opened now.
+func (m *maintenanceConn) get() *pgx.Conn {
+	if m.conn == nil {
+		cctx, cancel := context.WithTimeout(m.ctx, m.r.ioTimeout())
+		c, err := connectSQL(cctx, m.r.cfg.PGURL)
+		cancel()
+		if err != nil {
+			m.r.log.Debug("maintenance connection", "err", err)
+			return nil
+		}
+		m.conn = c
+	}
+	return m.conn
+}
+
+// drop logs a failed operation (unless the relay is stopping) and closes
+// the connection.
+func (m *maintenanceConn) drop(what string, err error) {
+	if m.ctx.Err() == nil {
+		m.r.log.Warn(what+" failed", "err", err)
+	}
+	if m.conn != nil {
+		closeConn(m.ctx, m.conn.Close) // bounded: the peer may be gone
+		m.conn = nil
+	}
+}
+
+// do runs one maintenance operation, named what in the log, within
+// ioTimeout; a failure drops the connection.
+func (m *maintenanceConn) do(what string, op func(context.Context, *pgx.Conn) error) {
+	if c := m.get(); c != nil {
+		if err := m.r.bounded(m.ctx, c, op); err != nil {
+			m.drop(what, err)
+		}
+	}
+}
+
+// writeLastState records the last confirmed position when maintain ends (a
+// clean shutdown's last confirmation included) and closes the connection.
+func (r *Relay) writeLastState(ctx context.Context, m *maintenanceConn, done *written) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	if m.conn == nil && pglogrepl.LSN(r.confirmed.Load()) > done.lsn {
+		m.conn, _ = connectSQL(fctx, r.cfg.PGURL)
+	}
+	if m.conn != nil {
+		if err := r.writeState(fctx, m.conn, done); err != nil {
+			r.log.Warn("relay_state update failed", "err", err)
+		}
+		m.conn.Close(fctx)
 	}
 }
 

@@ -220,33 +220,11 @@ func (r *Relay) session(ctx context.Context) error {
 		return noPrimary(err)
 	}
 	defer closeConn(ctx, db.Close)
-	if err := checkServer(ctx, db, r.cfg.Publication); err != nil {
-		return err
-	}
-	schema, table, _ := r.cfg.outboxTable()
-	if err := checkCoverage(ctx, db, r.cfg.Publication, schema, table); err != nil {
-		return err
-	}
-	if r.catalog, err = checkMapping(ctx, db, r.cfg.Mapping); err != nil {
-		return err
-	}
-	if rng, _ := r.cfg.backfillRange(); rng.bounded() {
-		if _, err := r.catalog.CreatedAtColumn("--backfill-since"); err != nil {
-			return fatal(err)
-		}
-	}
-	wst, err := walSenderTimeout(ctx, db)
+	wst, err := r.checkDatabase(ctx, db)
 	if err != nil {
 		return err
 	}
-	if err := lockSlot(ctx, db, r.cfg.Slot); err != nil {
-		return err
-	}
-	if s, err := readSlot(ctx, db, r.cfg.Slot); err != nil {
-		return err
-	} else if s.activePID != 0 {
-		return &standbyError{pid: s.activePID}
-	} else if err := r.checkBackfillPrivilege(ctx, db, s); err != nil {
+	if err := r.claimSlot(ctx, db); err != nil {
 		return err
 	}
 	cctx, cancel = context.WithTimeout(ctx, r.ioTimeout())
@@ -287,6 +265,47 @@ func (r *Relay) session(ctx context.Context) error {
 	r.askFailoverCheck()
 	r.log.Info("streaming", "from", start, "timeline", sys.Timeline, "status_interval", interval, "receive_timeout", bound)
 	return r.stream(ctx, repl, db, ps, start, interval, bound, rejected)
+}
+
+// checkDatabase checks, on the session's SQL connection, what streaming
+// needs of the server: the publication and its coverage of the outbox, the
+// mapping against the catalog, the backfill's column; it returns the
+// server's wal_sender_timeout.
+func (r *Relay) checkDatabase(ctx context.Context, db *pgx.Conn) (time.Duration, error) {
+	if err := checkServer(ctx, db, r.cfg.Publication); err != nil {
+		return 0, err
+	}
+	schema, table, _ := r.cfg.outboxTable()
+	if err := checkCoverage(ctx, db, r.cfg.Publication, schema, table); err != nil {
+		return 0, err
+	}
+	var err error
+	if r.catalog, err = checkMapping(ctx, db, r.cfg.Mapping); err != nil {
+		return 0, err
+	}
+	if rng, _ := r.cfg.backfillRange(); rng.bounded() {
+		if _, err := r.catalog.CreatedAtColumn("--backfill-since"); err != nil {
+			return 0, fatal(err)
+		}
+	}
+	return walSenderTimeout(ctx, db)
+}
+
+// claimSlot takes the slot's advisory lock and checks that no other process
+// reads the slot (a *standbyError when one does) and that a backfill the
+// session would run may read the outbox.
+func (r *Relay) claimSlot(ctx context.Context, db *pgx.Conn) error {
+	if err := lockSlot(ctx, db, r.cfg.Slot); err != nil {
+		return err
+	}
+	s, err := readSlot(ctx, db, r.cfg.Slot)
+	if err != nil {
+		return err
+	}
+	if s.activePID != 0 {
+		return &standbyError{pid: s.activePID}
+	}
+	return r.checkBackfillPrivilege(ctx, db, s)
 }
 
 // closeConn closes a connection within a few seconds even after ctx ended

@@ -11,6 +11,8 @@
 //     `eventforge migrate --demo`.
 //
 // Within one run every selected file applies in version order.
+//
+// Imports (floor: shared library): no other EventForge package.
 package sql
 
 import "embed"

@@ -41,4 +41,7 @@
 //
 // Handlers are Go code (Handler, HandlerFunc) or SQL statements from a YAML
 // file (package sqlhandler).
+//
+// Imports (floor: product, the worker): shared libraries and its own
+// worker/dlq and worker/kafkaconf; never cdc, api or the tools.
 package worker

@@ -7,6 +7,8 @@
 // longest prefix of committed transactions whose events are all acked: never
 // "the highest acked LSN". The tracker also bounds the in-flight window, so a
 // million-row transaction costs one entry and a counter, not a million.
+//
+// Imports (floor: shared library): no other EventForge package.
 package ack
 
 import (

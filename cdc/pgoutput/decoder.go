@@ -5,6 +5,9 @@
 // Every message is bounds-checked, so arbitrary bytes yield an error, never a
 // panic. Rows are read by column name, so the outbox may have its columns in
 // any order and extra ones. Payload text is kept exactly as received.
+//
+// Imports (floor: shared library): internal/outbox and internal/tracing
+// only.
 package pgoutput
 
 import (

@@ -7,6 +7,8 @@
 // PostgreSQL transactions are identified by their final LSN (the LSN of
 // their commit record, which pgoutput's BEGIN carries): it grows strictly in
 // commit order, the order the slot streams them in.
+//
+// Imports (floor: shared library): no other EventForge package.
 package position
 
 import (

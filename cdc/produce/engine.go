@@ -17,8 +17,8 @@
 // where it does not, the generation is sent again one record at a time to
 // find them. Its neighbours are published, in order.
 //
-// Imports: sarama and internal/kafka (the partitioner) only; the relay's
-// packages plug in through Hooks.
+// Imports (floor: shared library): sarama, internal/kafka (the partitioner)
+// and internal/backoff only; the relay's packages plug in through Hooks.
 package produce
 
 import (

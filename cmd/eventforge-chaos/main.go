@@ -2,6 +2,8 @@
 // PostgreSQL and Kafka, labelled load, two relays, three workers and random
 // SIGKILLs and restarts, then checks the guarantees and prints one line.
 // Exit status 1 when a guarantee broke or the run failed.
+//
+// Imports (floor: program): internal/chaos.
 package main
 
 import (

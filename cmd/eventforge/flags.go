@@ -100,31 +100,55 @@ func (k *kafkaFlags) checkFiles() error {
 		"kafka-oauth-token-file": k.oauthTokenFile, "kafka-tls-key-file": k.keyFile})
 }
 
+// security builds the Kafka transport security from the flags: TLS when any
+// TLS flag is set, SASL when a mechanism is named.
 func (k *kafkaFlags) security() (kafka.Security, error) {
 	var sec kafka.Security
-	if k.tls || k.caFile != "" || k.certFile != "" || k.keyFile != "" || k.tlsName != "" {
+	if k.wantsTLS() {
 		sec.TLS = &kafka.TLSConfig{CAFile: k.caFile, CertFile: k.certFile, KeyFile: k.keyFile, ServerName: k.tlsName}
 	}
 	if k.mechanism == "" {
-		if k.user != "" || k.password != "" || k.passwordFile != "" || k.oauthTokenFile != "" || k.oauthTokenCommand != "" || k.awsRegion != "" {
+		if k.hasSASLCredentials() {
 			return sec, errors.New("kafka SASL credentials given without --kafka-sasl-mechanism")
 		}
 		return sec, nil
 	}
+	sasl, err := k.sasl()
+	if err != nil {
+		return sec, err
+	}
+	sec.SASL = sasl
+	return sec, nil
+}
+
+// wantsTLS reports whether any TLS flag is set (each implies --kafka-tls).
+func (k *kafkaFlags) wantsTLS() bool {
+	return k.tls || k.caFile != "" || k.certFile != "" || k.keyFile != "" || k.tlsName != ""
+}
+
+// hasSASLCredentials reports whether any SASL credential flag is set.
+func (k *kafkaFlags) hasSASLCredentials() bool {
+	return k.user != "" || k.password != "" || k.passwordFile != "" || k.oauthTokenFile != "" ||
+		k.oauthTokenCommand != "" || k.awsRegion != ""
+}
+
+// sasl builds the SASL settings of the named mechanism: the password from
+// its flag or its file, the AWS region from AWS_REGION when no flag names it.
+func (k *kafkaFlags) sasl() (*kafka.SASLConfig, error) {
 	if k.password != "" && k.passwordFile != "" {
-		return sec, errors.New("--kafka-sasl-password and --kafka-sasl-password-file exclude each other")
+		return nil, errors.New("--kafka-sasl-password and --kafka-sasl-password-file exclude each other")
 	}
 	pw := k.password
 	if k.passwordFile != "" {
 		var err error
 		if pw, err = kafka.ReadPasswordFile(k.passwordFile); err != nil {
-			return sec, err
+			return nil, err
 		}
 	}
-	sec.SASL = &kafka.SASLConfig{Mechanism: strings.ToUpper(k.mechanism), User: k.user, Password: pw,
+	sasl := &kafka.SASLConfig{Mechanism: strings.ToUpper(k.mechanism), User: k.user, Password: pw,
 		OAuthTokenFile: k.oauthTokenFile, OAuthTokenCommand: k.oauthTokenCommand, AWSRegion: k.awsRegion}
-	if sec.SASL.Mechanism == kafka.MechanismAWSMSKIAM && sec.SASL.AWSRegion == "" {
-		sec.SASL.AWSRegion = os.Getenv("AWS_REGION") // the AWS SDK's own variable
+	if sasl.Mechanism == kafka.MechanismAWSMSKIAM && sasl.AWSRegion == "" {
+		sasl.AWSRegion = os.Getenv("AWS_REGION") // the AWS SDK's own variable
 	}
-	return sec, nil
+	return sasl, nil
 }

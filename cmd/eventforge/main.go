@@ -1,5 +1,7 @@
 // Command eventforge moves outbox events from PostgreSQL to Kafka and applies
 // them downstream exactly once in effect. See README.md.
+//
+// Imports (floor: program): any package of the module except test support.
 package main
 
 import (

@@ -20,7 +20,7 @@ func TestReadmeLibraryExampleBuildsOutsideTheModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module: not a -short unit test")
 	}
-	blocks := readmeRecipe(t, "library")
+	blocks := docRecipe(t, "README.md", "library")
 	if len(blocks) != 1 || blocks[0].lang != "go" {
 		t.Fatalf("the library recipe must be one go block, got %d blocks", len(blocks))
 	}

@@ -1,6 +1,8 @@
 // Package backoff holds the waiting shared by every retry loop of EventForge:
 // exponential delays with a cap, "equal jitter", and a sleep that ends with
 // its context.
+//
+// Imports (floor: shared library): no other EventForge package.
 package backoff
 
 import (

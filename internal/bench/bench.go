@@ -42,6 +42,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		WorkerEvents: cfg.WorkerEvents, WorkerSingleEvents: cfg.WorkerSingleEvents, Writers: cfg.Writers,
 		StatusInterval: cfg.StatusInterval.String(),
 	}}
+	r, err := newRunner(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ValueSchema != "" {
+		stop := r.serveRegistry()
+		defer stop()
+	}
+	if r.broker, err = newBroker(cfg.Brokers); err != nil {
+		return nil, err
+	}
+	defer r.broker.close()
+	rep.Machine = describeMachine(ctx, cfg.PGURL, cfg.Version)
+	failed := r.runStages(ctx, rep)
+	rep.Targets = Evaluate(rep.Results)
+	rep.Seconds = time.Since(began).Seconds()
+	return rep, r.writeReport(ctx, rep, failed)
+}
+
+// newRunner prepares a run: the log folder, pg_recvlogical for the drain
+// stage, the worker's handlers file, and the profile flags of the relay and
+// the worker when profiles are asked for.
+func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	r := &runner{cfg: cfg, logDir: filepath.Join(filepath.Dir(cfg.JSONOut), "logs")}
 	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log folder: %w", err)
@@ -67,33 +90,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			r.workerPprof = &f
 		}
 	}
-	if cfg.ValueSchema != "" {
-		stop := r.serveRegistry()
-		defer stop()
-	}
-	var err error
-	if r.broker, err = newBroker(cfg.Brokers); err != nil {
-		return nil, err
-	}
-	defer r.broker.close()
-	rep.Machine = describeMachine(ctx, cfg.PGURL, cfg.Version)
+	return r, nil
+}
 
+// runStages runs the selected stages in order, adding their rows to rep,
+// until they are done or ctx ends; it returns the measurements that failed.
+func (r *runner) runStages(ctx context.Context, rep *Report) []string {
 	var failed []string
-	for _, stage := range cfg.Stages {
-		cfg.Log.Info("stage starting", "stage", stage)
-		var rows []Row
-		switch stage {
-		case StageDrain:
-			rows = r.inValueSchemas(ctx, func(ctx context.Context) []Row { return r.inModes(ctx, r.drain) })
-		case StageSteady:
-			rows = r.steadyRounds(ctx)
-		case StageWorker:
-			rows = r.worker(ctx)
-		case StageKafka:
-			rows = r.inModes(ctx, r.kafkaStage)
-		}
+	for _, stage := range r.cfg.Stages {
+		r.cfg.Log.Info("stage starting", "stage", stage)
+		rows := r.stage(ctx, stage)
 		for _, row := range rows {
-			cfg.Log.Info("measured", "stage", row.Stage, "shape", row.Shape, "events", row.Events,
+			r.cfg.Log.Info("measured", "stage", row.Stage, "shape", row.Shape, "events", row.Events,
 				"events_per_sec", int64(row.EventsPerSec), "error", row.Error)
 			if row.Error != "" {
 				failed = append(failed, row.Stage+" "+row.Shape)
@@ -104,22 +112,42 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			break
 		}
 	}
-	rep.Targets = Evaluate(rep.Results)
-	rep.Seconds = time.Since(began).Seconds()
-	if err := rep.WriteTable(cfg.Out); err != nil {
-		return rep, err
+	return failed
+}
+
+// stage runs one stage and returns its rows.
+func (r *runner) stage(ctx context.Context, stage string) []Row {
+	switch stage {
+	case StageDrain:
+		return r.inValueSchemas(ctx, func(ctx context.Context) []Row { return r.inModes(ctx, r.drain) })
+	case StageSteady:
+		return r.steadyRounds(ctx)
+	case StageWorker:
+		return r.worker(ctx)
+	case StageKafka:
+		return r.inModes(ctx, r.kafkaStage)
 	}
-	if err := rep.WriteJSON(cfg.JSONOut); err != nil {
-		return rep, err
+	return nil
+}
+
+// writeReport prints the table and writes the JSON; its error says why the
+// run is not a success: the report could not be written, ctx ended, or
+// measurements failed.
+func (r *runner) writeReport(ctx context.Context, rep *Report, failed []string) error {
+	if err := rep.WriteTable(r.cfg.Out); err != nil {
+		return err
 	}
-	fmt.Fprintf(cfg.Out, "\nJSON: %s   logs: %s\n", cfg.JSONOut, r.logDir)
+	if err := rep.WriteJSON(r.cfg.JSONOut); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.cfg.Out, "\nJSON: %s   logs: %s\n", r.cfg.JSONOut, r.logDir)
 	if ctx.Err() != nil {
-		return rep, ctx.Err()
+		return ctx.Err()
 	}
 	if len(failed) > 0 {
-		return rep, fmt.Errorf("bench: %d measurement(s) failed: %v", len(failed), failed)
+		return fmt.Errorf("bench: %d measurement(s) failed: %v", len(failed), failed)
 	}
-	return rep, nil
+	return nil
 }
 
 // measure fills row with fn, then notes fn's error and the machine's load

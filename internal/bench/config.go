@@ -3,6 +3,9 @@
 // commit-to-ack latency and slot lag under an open-loop writer, and how fast
 // the worker applies a pre-filled topic — each with the CPU time and peak RSS
 // of the relay or worker subprocess. It prints a table and writes JSON.
+//
+// Imports (floor: tool): the product (cdc) and shared libraries; never
+// another tool.
 package bench
 
 import (

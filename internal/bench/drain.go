@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/jackc/pglogrepl"
 )
 
 // drainWriters is how many connections write the backlog.
@@ -76,30 +79,47 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 			return err
 		}
 	}
-
-	pool, err := db.writerPool(ctx, drainWriters, true)
+	end, err := r.writeDrainBacklog(ctx, log, db, shape, tag, row)
 	if err != nil {
 		return err
+	}
+	if err := r.drainWithRecvLogical(ctx, log, db, recvSlot, end, row); err != nil {
+		return err
+	}
+	return r.drainWithRelay(ctx, log, db, relaySlot, tag+".", shape, end, row)
+}
+
+// writeDrainBacklog writes the backlog with no reader running and returns
+// the LSN that ends it.
+func (r *runner) writeDrainBacklog(ctx context.Context, log *slog.Logger, db *database, shape backlogShape, tag string, row *Row) (pglogrepl.LSN, error) {
+	pool, err := db.writerPool(ctx, drainWriters, true)
+	if err != nil {
+		return 0, err
 	}
 	log.Info("writing backlog", "events", r.cfg.Events, "database", db.name)
 	wrote := time.Now()
 	err = writeBacklog(ctx, pool, shape, r.cfg.Events, drainWriters, tag)
 	pool.Close()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	writeSecs := time.Since(wrote).Seconds()
 	end, err := db.endMarker(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	row.EndLSN = end.String()
 	row.Note = fmt.Sprintf("backlog written in %.1f s", writeSecs)
+	return end, nil
+}
 
+// drainWithRecvLogical reads the backlog with pg_recvlogical, PostgreSQL's
+// own client, and records its rate and CPU, and its WAL sender's, in row.
+func (r *runner) drainWithRecvLogical(ctx context.Context, log *slog.Logger, db *database, slot string, end pglogrepl.LSN, row *Row) error {
 	log.Info("draining with pg_recvlogical", "end_lsn", end)
 	wctx, stopWatch := context.WithCancel(ctx)
-	recvWalSender := db.watchWalSender(wctx, recvSlot, 100*time.Millisecond)
-	recvSecs, recvCPU, err := r.recvLogicalDrain(ctx, db.url, recvSlot, end.String())
+	recvWalSender := db.watchWalSender(wctx, slot, 100*time.Millisecond)
+	recvSecs, recvCPU, err := r.recvLogicalDrain(ctx, db.url, slot, end.String())
 	stopWatch()
 	if err != nil {
 		return err
@@ -111,19 +131,24 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.RecvLogicalSeconds = f64(recvSecs)
 	row.RecvLogicalPerSec = f64(float64(r.cfg.Events) / recvSecs)
 	row.RecvLogicalCPUPerM = f64(recvCPU / float64(r.cfg.Events) * 1e6)
+	return nil
+}
 
-	prefix := tag + "."
+// drainWithRelay reads the same backlog with the relay until its slot is
+// confirmed at end, and records its rate, its resources, the records in
+// Kafka and its ratio to pg_recvlogical in row.
+func (r *runner) drainWithRelay(ctx context.Context, log *slog.Logger, db *database, slot, prefix string, shape backlogShape, end pglogrepl.LSN, row *Row) error {
 	if err := r.broker.createTopic(ctx, prefix+"orders"); err != nil {
 		return err
 	}
 	log.Info("draining with the relay")
-	p, profAddr, err := r.startRelay(db.url, relaySlot, prefix, "drain-"+strings.ReplaceAll(shape.Name, " ", "-")+runSuffix(row))
+	p, profAddr, err := r.startRelay(db.url, slot, prefix, "drain-"+strings.ReplaceAll(shape.Name, " ", "-")+runSuffix(row))
 	if err != nil {
 		return err
 	}
 	defer p.stop(time.Minute) //nolint:errcheck // stopped explicitly below; this only covers early returns
 	profile := r.profiling(ctx, p, profAddr, "relay-drain-"+fmt.Sprint(shape.RowsPerTxn)+runSuffix(row))
-	if err := db.waitConfirmed(ctx, relaySlot, end, drainTimeout, p.exitedErr); err != nil {
+	if err := db.waitConfirmed(ctx, slot, end, drainTimeout, p.exitedErr); err != nil {
 		return err
 	}
 	secs := time.Since(p.started).Seconds()
@@ -131,11 +156,11 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	if err != nil {
 		return err
 	}
-	if cpu, ok := db.walSenderCPU(ctx, relaySlot); ok {
+	if cpu, ok := db.walSenderCPU(ctx, slot); ok {
 		row.WalSenderCPUPerM = f64(cpu / float64(r.cfg.Events) * 1e6)
 	}
 	row.SlotReachedEnd = true
-	if c, err := db.confirmed(ctx, relaySlot); err == nil {
+	if c, err := db.confirmed(ctx, slot); err == nil {
 		row.ConfirmedLSN = c.String()
 	}
 	row.Seconds = secs
@@ -143,11 +168,7 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 	row.Ratio = f64(row.EventsPerSec / *row.RecvLogicalPerSec)
 	r.setUsage(row, u, int64(r.cfg.Events))
 	r.setRequests(ctx, p, row)
-	count := r.broker.records
-	if r.exactlyOnce {
-		count = r.broker.committedRecords
-	}
-	n, err := count(ctx, prefix+"orders")
+	n, err := r.drainedRecords(ctx, prefix+"orders")
 	if err != nil {
 		return err
 	}
@@ -162,6 +183,15 @@ func (r *runner) drainInto(ctx context.Context, shape backlogShape, row *Row) er
 		return fmt.Errorf("%d records in Kafka, want at least %d", n, r.cfg.Events)
 	}
 	return nil
+}
+
+// drainedRecords counts the records of topic: in exactly-once mode only
+// those of committed transactions.
+func (r *runner) drainedRecords(ctx context.Context, topic string) (int64, error) {
+	if r.exactlyOnce {
+		return r.broker.committedRecords(ctx, topic)
+	}
+	return r.broker.records(ctx, topic)
 }
 
 // recvLogicalDrain runs pg_recvlogical from slot to end (pgoutput, output to

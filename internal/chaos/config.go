@@ -6,6 +6,9 @@
 // that no committed event was lost, no rolled-back one appeared, every key's
 // first occurrences are in commit order and every committed event took
 // effect exactly once.
+//
+// Imports (floor: tool): shared libraries; it runs the product as
+// subprocesses; never another tool.
 package chaos
 
 import (

@@ -7,6 +7,9 @@
 // relay and workers (subprocesses of the same binary) on a fresh database,
 // slot, topic prefix and consumer group, and runs the journey and the
 // failure scenarios for real through them, with the existing failpoints.
+//
+// Imports (floor: tool): shared libraries; it runs the product as
+// subprocesses of the same binary; never another tool.
 package console
 
 import (

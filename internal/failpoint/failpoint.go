@@ -40,6 +40,9 @@
 //	                                yet returned to the worker
 //
 // When no point is set, Hit costs one atomic load and allocates nothing.
+//
+// Imports (floor: shared library, product-safe): no other EventForge
+// package.
 package failpoint
 
 import (

@@ -2,6 +2,8 @@
 // (cdc.Config, worker.Config, api.Config): Validate reports every problem at
 // once, each naming the Go field to fix ("Config.Group: required"), and a
 // command line maps the field names to its flags ("--group: required").
+//
+// Imports (floor: shared library): no other EventForge package.
 package fielderr
 
 import (

@@ -1,6 +1,9 @@
 // Package kafka holds EventForge's shared Kafka plumbing: client configuration
 // for the idempotent producer, the Java client's keyed partitioner, and topic
 // creation.
+//
+// Imports (floor: shared library): internal/backoff and internal/fielderr
+// only.
 package kafka
 
 import (

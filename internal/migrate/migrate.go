@@ -1,5 +1,7 @@
 // Package migrate applies EventForge's ordered SQL migrations exactly once per
 // database and records what it applied.
+//
+// Imports (floor: shared library): sql only.
 package migrate
 
 import (

@@ -1,6 +1,8 @@
 // Package ops serves what operators read from every long-running command:
 // /healthz (the process is alive), /readyz (it does its job, with a JSON body
 // that says why not) and /metrics (Prometheus, from an explicit registry).
+//
+// Imports (floor: shared library): no other EventForge package.
 package ops
 
 import (

@@ -1,6 +1,8 @@
 // Package outbox defines an outbox event and its Kafka message format, the one
 // piece of the contract that the relay (which writes it) and the workers and
 // admin commands (which read it) must agree on byte for byte.
+//
+// Imports (floor: shared library): no other EventForge package.
 package outbox
 
 import (

@@ -26,9 +26,14 @@ func TopicProblem(name string) string {
 	case strings.HasPrefix(name, "__"):
 		return fmt.Sprintf("topic name %q starts with \"__\", which Kafka keeps for internal topics", TruncateName(name))
 	}
+	return badTopicByte(name)
+}
+
+// badTopicByte names the first byte of name that Kafka does not allow in a
+// topic name, or returns "" when there is none.
+func badTopicByte(name string) string {
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if c := name[i]; !topicByte(c) {
 			ch := fmt.Sprintf("%q", c)
 			if c < 0x20 || c >= 0x7f {
 				ch = fmt.Sprintf("byte %#02x", c)
@@ -37,6 +42,11 @@ func TopicProblem(name string) string {
 		}
 	}
 	return ""
+}
+
+// topicByte reports whether Kafka allows c in a topic name: [a-zA-Z0-9._-].
+func topicByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 // TruncateName keeps an error's reason short when a hostile name is long.

@@ -1,5 +1,7 @@
 // Package pgconn holds PostgreSQL connection helpers shared by every command:
 // parsing URLs without leaking their passwords, and replication connections.
+//
+// Imports (floor: shared library): no other EventForge package.
 package pgconn
 
 import (

@@ -3,6 +3,8 @@
 // has_table_privilege, has_function_privilege), and turns a missing privilege
 // met later (SQLSTATE 42501) into the same kind of message. The roles
 // themselves are created by sql/roles.sql; SECURITY.md explains them.
+//
+// Imports (floor: shared library): internal/pgconn only.
 package privileges
 
 // Kind is what a Need asks for.

@@ -1,6 +1,8 @@
 // Package prune deletes outbox rows the relay has already published, in
 // small batches of short transactions, after checking that nothing it would
 // delete can still be needed by a relay: see Run for the guard.
+//
+// Imports (floor: shared library): internal/outbox and internal/slots only.
 package prune
 
 import (

@@ -6,6 +6,8 @@
 // that does not answer is an outage (an error wrapping
 // outbox.ErrUnavailable: the relay waits). Schemas are never inferred
 // from payloads; they are only registered when given as files.
+//
+// Imports (floor: shared library): internal/outbox only.
 package schemareg
 
 import (

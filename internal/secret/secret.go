@@ -1,6 +1,8 @@
 // Package secret holds what the commands share about secrets: a bearer
 // token that never prints, the check of a bearer token in a request, and the
 // check that a file holding a secret is private to its owner.
+//
+// Imports (floor: shared library): no other EventForge package.
 package secret
 
 import (

@@ -2,6 +2,8 @@
 // the rows of pg_replication_slots with the lag and retained WAL they imply,
 // and the relay_state rows in which EventForge's relays record the slots they
 // streamed from.
+//
+// Imports (floor: shared library): no other EventForge package.
 package slots
 
 import (

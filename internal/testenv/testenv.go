@@ -5,6 +5,9 @@
 // for subprocess tests, and private instances for tests that restart a
 // service. A service that cannot start fails the test with the reason; it is
 // never a skip.
+//
+// Imports (test support, for _test files and tools only): shared libraries
+// (internal/kafka, internal/migrate).
 package testenv
 
 import (

@@ -7,6 +7,8 @@
 // OTEL_EXPORTER_OTLP_ENDPOINT is set: then Setup installs nothing, every
 // Tracer is OpenTelemetry's no-op one and Enabled reports false, so the hot
 // paths skip all tracing work with one branch.
+//
+// Imports (floor: shared library): no other EventForge package.
 package tracing
 
 import (

@@ -7,6 +7,9 @@
 // the x-eventforge-* headers of the contract (outbox.HeaderDLQ*). It goes to
 // the original topic's name plus outbox.DLQSuffix, in the partition of the
 // original (modulo the dead-letter topic's partition count).
+//
+// Imports (floor: product, the worker's wing): internal/outbox and
+// internal/tracing only.
 package dlq
 
 import (

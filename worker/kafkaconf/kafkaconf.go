@@ -2,7 +2,11 @@
 // that the worker and the relay (cdc) take: brokers, client id, TLS and SASL.
 // The types are aliases of the implementation in the module's internal kafka
 // package, so a value built here is the value those packages use; a program
-// outside this module names them through this package.
+// outside this module names them through this package; the relay takes
+// internal/kafka's types directly (the same types), so it does not depend on
+// the worker.
+//
+// Imports (floor: product, the worker's wing): internal/kafka only.
 package kafkaconf
 
 import "github.com/eventforge/eventforge/internal/kafka"

@@ -38,6 +38,8 @@
 // returns nothing is refused at start-up. An event with fewer rows than
 // expect_rows, or a returned id that is no event's aggregate, fails the
 // batch, which is then redone one event at a time with sql.
+//
+// Imports (floor: product, the worker's wing): worker only.
 package sqlhandler
 
 import (

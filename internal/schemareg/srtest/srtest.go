@@ -1,6 +1,9 @@
 // Package srtest runs Confluent's Python client as an independent reader
 // of schema registry framed values, for tests: its deserializers read each
 // value with the schema the registry gives its id.
+//
+// Imports (test support, for _test files and tools only): no other
+// EventForge package.
 package srtest
 
 import (

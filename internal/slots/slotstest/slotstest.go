@@ -1,6 +1,9 @@
 // Package slotstest holds test helpers that act on real replication slots the
 // way a relay does: holding a slot active on a replication connection and
 // confirming it as a running relay with heartbeats would.
+//
+// Imports (test support, for _test files and tools only): no other
+// EventForge package.
 package slotstest
 
 import (

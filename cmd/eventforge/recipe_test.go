@@ -16,27 +16,28 @@ import (
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
-// recipeBlock is one fenced code block of a README recipe.
+// recipeBlock is one fenced code block of a recipe in the docs.
 type recipeBlock struct{ lang, body string }
 
 var fence = regexp.MustCompile("(?s)```(\\w+)\\n(.*?)```")
 
-// readmeRecipe returns the code blocks between <!-- recipe: name --> and
-// <!-- /recipe --> in README.md, in order.
-func readmeRecipe(t *testing.T, name string) []recipeBlock {
+// docRecipe returns the code blocks between <!-- recipe: name --> and
+// <!-- /recipe --> in the file doc (relative to the repository root), in
+// order.
+func docRecipe(t *testing.T, doc, name string) []recipeBlock {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(readme), "<!-- recipe: "+name+" -->")
 	body, _, ok2 := strings.Cut(rest, "<!-- /recipe -->")
 	if !ok || !ok2 {
-		t.Fatalf("README.md has no recipe %q", name)
+		t.Fatalf("%s has no recipe %q", doc, name)
 	}
 	var out []recipeBlock
 	for _, m := range fence.FindAllStringSubmatch(body, -1) {
@@ -45,7 +46,7 @@ func readmeRecipe(t *testing.T, name string) []recipeBlock {
 	return out
 }
 
-// TestReadmeDebeziumRecipe runs README.md's "Switching from Debezium"
+// TestDebeziumRecipe runs docs/debezium.md's "Switching from Debezium"
 // recipe as written, on a database that has only the application's
 // Debezium-shaped outbox: sql blocks run in the database, sh lines in a
 // shell (eventforge is the binary under test; a line ending in & runs in
@@ -54,7 +55,7 @@ func readmeRecipe(t *testing.T, name string) []recipeBlock {
 // kcat, a client independent of EventForge. The test's own environment: a
 // private database, slot and topic prefix (the kcat line's topic follows
 // the prefix).
-func TestReadmeDebeziumRecipe(t *testing.T) {
+func TestDebeziumRecipe(t *testing.T) {
 	env := testenv.Shared(t)
 	if _, err := exec.LookPath("kcat"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -86,7 +87,7 @@ func TestReadmeDebeziumRecipe(t *testing.T) {
 	}
 	defer db.Close(context.Background())
 
-	blocks := readmeRecipe(t, "debezium")
+	blocks := docRecipe(t, "docs/debezium.md", "debezium")
 	if len(blocks) < 5 {
 		t.Fatalf("recipe has %d blocks", len(blocks))
 	}
@@ -117,7 +118,7 @@ func TestReadmeDebeziumRecipe(t *testing.T) {
 			}
 		case "text":
 			if got, want := strings.TrimSpace(lastOut), strings.TrimSpace(b.body); got != want {
-				t.Fatalf("output\n%s\nwant (README)\n%s", got, want)
+				t.Fatalf("output\n%s\nwant (docs/debezium.md)\n%s", got, want)
 			}
 		default:
 			t.Fatalf("recipe block of language %q", b.lang)
