@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/eventforge/eventforge/internal/outbox"
 	"github.com/eventforge/eventforge/internal/testenv"
 )
