@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/outboxscan"
+
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,14 +34,14 @@ const backfillPending = pglogrepl.LSN(0)
 
 // backfillRange is the rows a new slot publishes from its snapshot, and
 // whether any were asked for.
-func (c *Config) backfillRange() (outboxRange, bool) {
+func (c *Config) backfillRange() (outboxscan.Range, bool) {
 	switch {
 	case c.BackfillAll:
-		return outboxRange{}, true
+		return outboxscan.Range{}, true
 	case !c.BackfillSince.IsZero():
-		return outboxRange{since: c.BackfillSince}, true
+		return outboxscan.Range{Since: c.BackfillSince}, true
 	}
-	return outboxRange{}, false
+	return outboxscan.Range{}, false
 }
 
 // snapshotName is the shape of a name CREATE_REPLICATION_SLOT exports
@@ -123,17 +125,17 @@ func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.
 	return lsn, nil
 }
 
-func sinceText(rng outboxRange) string {
-	if rng.since.IsZero() {
+func sinceText(rng outboxscan.Range) string {
+	if rng.Since.IsZero() {
 		return "all"
 	}
-	return rng.since.UTC().Format(time.RFC3339Nano)
+	return rng.Since.UTC().Format(time.RFC3339Nano)
 }
 
 // warnUnpublished tells the operator about outbox rows committed before a
 // slot created without a backfill: the slot will never deliver them.
 func (r *Relay) warnUnpublished(ctx context.Context, snap *snapshot) {
-	n, oldest, err := countOutbox(ctx, snap.tx, r.catalog)
+	n, oldest, err := outboxscan.Count(ctx, snap.tx, r.catalog)
 	if err != nil {
 		r.log.Warn("new replication slot: could not count the outbox rows committed before it, which it will not deliver", "err", err)
 		return

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/outboxscan"
+
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
@@ -22,7 +24,7 @@ import (
 // broker acknowledged every one. The rows are one transaction for the ack
 // tracker, which bounds the in-flight window; lsn (the slot's consistent
 // point) is only its label.
-func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng outboxRange, lsn pglogrepl.LSN) error {
+func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng outboxscan.Range, lsn pglogrepl.LSN) error {
 	began := time.Now()
 	r.log.Info("backfilling outbox rows committed before the new slot", "since", sinceText(rng), "consistent_point", lsn)
 	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests, r.log)
@@ -74,12 +76,12 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 }
 
 // feedSnapshot hands every row of rng in the snapshot to the feeder, in
-// readOutbox's order, waiting while the in-flight window is full.
-func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracker, feed chan<- *pending, rng outboxRange) (int64, error) {
+// outboxscan.Read's order, waiting while the in-flight window is full.
+func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracker, feed chan<- *pending, rng outboxscan.Range) (int64, error) {
 	build := outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping)
 	var n int64
 	tr.Begin()
-	err := readOutbox(ctx, snap.tx, r.catalog, rng, "the backfill", func(row *outbox.Row) error {
+	err := outboxscan.Read(ctx, snap.tx, r.catalog, rng, "the backfill", func(row *outbox.Row) error {
 		for !tr.HasRoom() {
 			select {
 			case <-tr.Changed():

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/outboxscan"
+
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
@@ -62,7 +64,7 @@ func TestRepublishRetriesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	rp := &republisher{cfg: &cfg, cat: cat, side: db, log: slog.New(slog.DiscardHandler), maxBytes: 1 << 20}
-	res, err := rp.run(context.Background(), connect(t, url), client, sc, outboxRange{since: since})
+	res, err := rp.run(context.Background(), connect(t, url), client, sc, outboxscan.Range{Since: since})
 	if err != nil {
 		t.Fatalf("run = %v", err)
 	}

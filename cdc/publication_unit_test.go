@@ -2,7 +2,6 @@ package cdc
 
 import (
 	"errors"
-	"github.com/eventforge/eventforge/internal/outbox"
 	"strings"
 	"testing"
 	"time"
@@ -41,38 +40,13 @@ func TestCoverageError(t *testing.T) {
 	}
 }
 
-func TestOutboxRangeWhere(t *testing.T) {
-	since, until := time.Unix(100, 0), time.Unix(200, 0)
-	withCol := &outbox.Catalog{Mapping: outbox.Mapping{CreatedAt: "made at"}}
-	noCol := &outbox.Catalog{}
-	for _, tc := range []struct {
-		r       outboxRange
-		cat     *outbox.Catalog
-		where   string
-		args    int
-		wantErr bool
-	}{
-		{outboxRange{}, withCol, "TRUE", 0, false},
-		{outboxRange{}, noCol, "TRUE", 0, false},
-		{outboxRange{since: since}, withCol, `TRUE AND "made at" >= $1`, 1, false},
-		{outboxRange{until: until}, withCol, `TRUE AND "made at" < $1`, 1, false},
-		{outboxRange{since: since, until: until}, withCol, `TRUE AND "made at" >= $1 AND "made at" < $2`, 2, false},
-		{outboxRange{since: since}, noCol, "", 0, true},
-	} {
-		where, args, err := tc.r.where(tc.cat, "the test")
-		if (err != nil) != tc.wantErr || where != tc.where || len(args) != tc.args {
-			t.Errorf("%+v.where(%q) = %q, %d args, %v; want %q, %d, error %v", tc.r, tc.cat.CreatedAt, where, len(args), err, tc.where, tc.args, tc.wantErr)
-		}
-	}
-}
-
 func TestBackfillConfig(t *testing.T) {
 	c := DefaultConfig()
 	if _, asked := c.backfillRange(); asked {
 		t.Fatal("default config asks for a backfill")
 	}
 	c.BackfillAll = true
-	if r, asked := c.backfillRange(); !asked || !r.since.IsZero() {
+	if r, asked := c.backfillRange(); !asked || !r.Since.IsZero() {
 		t.Fatalf("BackfillAll: %+v %v", r, asked)
 	}
 	c.BackfillSince = time.Unix(100, 0)
@@ -82,7 +56,7 @@ func TestBackfillConfig(t *testing.T) {
 		t.Fatalf("Validate with both = %v", err)
 	}
 	c.BackfillAll = false
-	if r, asked := c.backfillRange(); !asked || !r.since.Equal(time.Unix(100, 0)) {
+	if r, asked := c.backfillRange(); !asked || !r.Since.Equal(time.Unix(100, 0)) {
 		t.Fatalf("BackfillSince: %+v %v", r, asked)
 	}
 }

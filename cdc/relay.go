@@ -283,7 +283,7 @@ func (r *Relay) checkDatabase(ctx context.Context, db *pgx.Conn) (time.Duration,
 	if r.catalog, err = checkMapping(ctx, db, r.cfg.Mapping); err != nil {
 		return 0, err
 	}
-	if rng, _ := r.cfg.backfillRange(); rng.bounded() {
+	if rng, _ := r.cfg.backfillRange(); rng.Bounded() {
 		if _, err := r.catalog.CreatedAtColumn("--backfill-since"); err != nil {
 			return 0, fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/outboxscan"
+
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
@@ -50,7 +52,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	if err != nil {
 		return res, err
 	}
-	rng := outboxRange{since: since, until: until}
+	rng := outboxscan.Range{Since: since, Until: until}
 	if _, err := cat.CreatedAtColumn(republishCommand); err != nil {
 		return res, err
 	}
@@ -90,7 +92,7 @@ type republisher struct {
 	res       RepublishResult
 }
 
-func (rp *republisher) run(ctx context.Context, db *pgx.Conn, client sarama.Client, sc *sarama.Config, rng outboxRange) (RepublishResult, error) {
+func (rp *republisher) run(ctx context.Context, db *pgx.Conn, client sarama.Client, sc *sarama.Config, rng outboxscan.Range) (RepublishResult, error) {
 	eng, err := newEngine(client, sc, rp.maxBytes, pendingHooks{
 		admit:     rp.admit,
 		delivered: func(*pending) { rp.res.Published++ },
@@ -153,8 +155,8 @@ func (rp *republisher) reject(ctx context.Context, p *pending) error {
 // learnTopics ensures every topic of the range exists and learns its limit
 // before the producer is configured. It returns the topics no event may go
 // to (invalid, internal or missing names), with the reason.
-func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQuerier, lim *limits, rng outboxRange) (map[string]string, error) {
-	types, err := outboxTypes(ctx, q, cat, rng, republishCommand)
+func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outboxscan.Querier, lim *limits, rng outboxscan.Range) (map[string]string, error) {
+	types, err := outboxscan.Types(ctx, q, cat, rng, republishCommand)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +189,11 @@ func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQue
 	return bad, nil
 }
 
-// readRepublishRows sends the range's rows to out, in readOutbox's order,
+// readRepublishRows sends the range's rows to out, in outboxscan.Read's order,
 // each with the reason it cannot be produced when it cannot.
-func readRepublishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q rowQuerier, out chan<- *pending, rng outboxRange) error {
+func readRepublishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outboxscan.Querier, out chan<- *pending, rng outboxscan.Range) error {
 	build := outbox.NewBuilder(cfg.TopicPrefix).WithFormat(&cat.Mapping)
-	err := readOutbox(ctx, q, cat, rng, republishCommand, func(row *outbox.Row) error {
+	err := outboxscan.Read(ctx, q, cat, rng, republishCommand, func(row *outbox.Row) error {
 		e := &row.Event
 		p := &pending{id: e.ID}
 		switch err := build.Build(&p.rec, e); {

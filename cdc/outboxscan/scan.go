@@ -1,4 +1,9 @@
-package cdc
+// Package outboxscan reads outbox rows with SQL, by their created-at
+// column, in the order the relay publishes them: the snapshot backfill and
+// `outbox republish` go through it (streaming reads the slot instead).
+//
+// Imports (floor: library, the relay's own): internal/outbox and pgx only.
+package outboxscan
 
 import (
 	"context"
@@ -10,48 +15,45 @@ import (
 	"github.com/eventforge/eventforge/internal/outbox"
 )
 
-// This file is the one place that reads outbox rows with SQL (the relay
-// itself reads them from the slot): republish and the snapshot backfill both
-// go through readOutbox, outboxTypes and countOutbox.
-
-// rowQuerier is a connection or a transaction (the backfill reads inside
+// Querier is a connection or a transaction (the backfill reads inside
 // the slot's exported snapshot).
-type rowQuerier interface {
+type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// outboxRange selects outbox rows by their created-at column: at or after
+// Range selects outbox rows by their created-at column: at or after
 // since, before until; a zero bound is open.
-type outboxRange struct{ since, until time.Time }
+type Range struct{ Since, Until time.Time }
 
-func (r outboxRange) bounded() bool { return !r.since.IsZero() || !r.until.IsZero() }
+// Bounded reports whether either bound is set.
+func (r Range) Bounded() bool { return !r.Since.IsZero() || !r.Until.IsZero() }
 
-// where is the range as a SQL condition on cat's created-at column. A
+// Where is the range as a SQL condition on cat's created-at column. A
 // bounded range needs that column; command names what needs it.
-func (r outboxRange) where(cat *outbox.Catalog, command string) (string, []any, error) {
+func (r Range) Where(cat *outbox.Catalog, command string) (string, []any, error) {
 	where, args := "TRUE", []any{}
-	if !r.bounded() {
+	if !r.Bounded() {
 		return where, args, nil
 	}
 	col, err := cat.CreatedAtColumn(command)
 	if err != nil {
 		return "", nil, err
 	}
-	if !r.since.IsZero() {
-		args = append(args, r.since)
+	if !r.Since.IsZero() {
+		args = append(args, r.Since)
 		where += fmt.Sprintf(" AND %s >= $%d", col, len(args))
 	}
-	if !r.until.IsZero() {
-		args = append(args, r.until)
+	if !r.Until.IsZero() {
+		args = append(args, r.Until)
 		where += fmt.Sprintf(" AND %s < $%d", col, len(args))
 	}
 	return where, args, nil
 }
 
-// outboxTypes returns the distinct topic-column values of the rows in r.
-func outboxTypes(ctx context.Context, q rowQuerier, cat *outbox.Catalog, r outboxRange, command string) ([]string, error) {
-	where, args, err := r.where(cat, command)
+// Types returns the distinct topic-column values of the rows in r.
+func Types(ctx context.Context, q Querier, cat *outbox.Catalog, r Range, command string) ([]string, error) {
+	where, args, err := r.Where(cat, command)
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +68,9 @@ func outboxTypes(ctx context.Context, q rowQuerier, cat *outbox.Catalog, r outbo
 	return types, nil
 }
 
-// countOutbox counts all rows and returns the oldest created-at (zero when
+// Count counts all rows and returns the oldest created-at (zero when
 // there are none or the mapping has no created-at column).
-func countOutbox(ctx context.Context, q rowQuerier, cat *outbox.Catalog) (int64, time.Time, error) {
+func Count(ctx context.Context, q Querier, cat *outbox.Catalog) (int64, time.Time, error) {
 	oldestCol := "NULL::timestamptz"
 	if col, err := cat.CreatedAtColumn(""); err == nil {
 		oldestCol = "min(" + col + ")::timestamptz"
@@ -86,7 +88,7 @@ func countOutbox(ctx context.Context, q rowQuerier, cat *outbox.Catalog) (int64,
 	return n, *oldest, nil
 }
 
-// outboxOrder is the order rows are published in, which is the per-key
+// Order is the order rows are published in, which is the per-key
 // order consumers see. A row's commit order is not stored, so:
 //   - with track_commit_timestamp on, the commit timestamp of the row's
 //     transaction comes first (commit order for writers that serialize a
@@ -100,7 +102,7 @@ func countOutbox(ctx context.Context, q rowQuerier, cat *outbox.Catalog) (int64,
 //     when several sessions write the table at once (the heap does not keep
 //     insertion order), so events of one key that must stay ordered go in
 //     separate statements.
-func outboxOrder(ctx context.Context, q rowQuerier, cat *outbox.Catalog) (string, error) {
+func Order(ctx context.Context, q Querier, cat *outbox.Catalog) (string, error) {
 	var on bool
 	if err := q.QueryRow(ctx, "SELECT current_setting('track_commit_timestamp')::bool").Scan(&on); err != nil {
 		return "", fmt.Errorf("read track_commit_timestamp: %w", err)
@@ -115,15 +117,15 @@ func outboxOrder(ctx context.Context, q rowQuerier, cat *outbox.Catalog) (string
 	return rest, nil
 }
 
-// readOutbox calls fn with each row of r in outboxOrder. A row whose
+// Read calls fn with each row of r in Order. A row whose
 // Problem is set cannot become a record (the relay rejects it). fn's error
 // stops the scan.
-func readOutbox(ctx context.Context, q rowQuerier, cat *outbox.Catalog, r outboxRange, command string, fn func(row *outbox.Row) error) error {
-	order, err := outboxOrder(ctx, q, cat)
+func Read(ctx context.Context, q Querier, cat *outbox.Catalog, r Range, command string, fn func(row *outbox.Row) error) error {
+	order, err := Order(ctx, q, cat)
 	if err != nil {
 		return err
 	}
-	where, args, err := r.where(cat, command)
+	where, args, err := r.Where(cat, command)
 	if err != nil {
 		return err
 	}
