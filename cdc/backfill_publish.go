@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/setaside"
+
 	"github.com/eventforge/eventforge/cdc/outboxscan"
 
 	"github.com/IBM/sarama"
@@ -37,7 +39,7 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 	bctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.rejected, ps.suspects = r.log, r.m, tr, db, rejectedSet{}, r.suspects
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected, ps.suspects = r.log, r.m, tr, db, setaside.Set{}, r.suspects
 	drained := ps.startDrainers()
 	var g errgroup.Group
 	g.Go(func() error {

@@ -3,6 +3,8 @@ package cdc
 import (
 	"sync"
 
+	"github.com/eventforge/eventforge/cdc/setaside"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 )
@@ -15,10 +17,10 @@ import (
 // (docs/design.md#generations). Safe for concurrent use.
 type suspectSet struct {
 	mu  sync.Mutex
-	set map[rejectedKey]struct{}
+	set map[setaside.Key]struct{}
 }
 
-func newSuspectSet() *suspectSet { return &suspectSet{set: map[rejectedKey]struct{}{}} }
+func newSuspectSet() *suspectSet { return &suspectSet{set: map[setaside.Key]struct{}{}} }
 
 // add, has and clear treat a nil set as empty and read-only.
 func (s *suspectSet) add(id uuid.UUID, lsn pglogrepl.LSN) {
@@ -27,7 +29,7 @@ func (s *suspectSet) add(id uuid.UUID, lsn pglogrepl.LSN) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.set[rejectedKey{id, lsn}] = struct{}{}
+	s.set[setaside.Key{ID: id, LSN: lsn}] = struct{}{}
 }
 
 func (s *suspectSet) has(id uuid.UUID, lsn pglogrepl.LSN) bool {
@@ -36,7 +38,7 @@ func (s *suspectSet) has(id uuid.UUID, lsn pglogrepl.LSN) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.set[rejectedKey{id, lsn}]
+	_, ok := s.set[setaside.Key{ID: id, LSN: lsn}]
 	return ok
 }
 
@@ -47,5 +49,5 @@ func (s *suspectSet) clear(id uuid.UUID, lsn pglogrepl.LSN) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.set, rejectedKey{id, lsn})
+	delete(s.set, setaside.Key{ID: id, LSN: lsn})
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/setaside"
+
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
@@ -63,9 +65,9 @@ type producerSession struct {
 	topics   *topics
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
-	rejected rejectedSet // already in outbox_rejected: skipped on replay
-	suspects *suspectSet // exactly-once: events to send alone (the relay's, across sessions)
-	eos      *eosFeeder  // exactly-once mode: Kafka transactions instead of eng
+	rejected setaside.Set // already in outbox_rejected: skipped on replay
+	suspects *suspectSet  // exactly-once: events to send alone (the relay's, across sessions)
+	eos      *eosFeeder   // exactly-once mode: Kafka transactions instead of eng
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
@@ -201,7 +203,7 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) (bool, error)
 	}
 	if p.reason == "" {
 		if err := ps.ensureTopic(ctx, p.msg.Topic); err != nil {
-			if p.reason = rejection(err); p.reason == "" {
+			if p.reason = setaside.Reason(err); p.reason == "" {
 				return false, err
 			}
 			return false, ps.reject(ctx, p)
@@ -240,10 +242,10 @@ func (ps *producerSession) ensureTopic(ctx context.Context, topic string) error 
 
 // reject records the event durably before acking past it (docs/design.md#rejected-records).
 func (ps *producerSession) reject(ctx context.Context, p *pending) error {
-	if err := recordRejected(ctx, ps.db, p.id, p.lsn, p.msg.Topic, p.reason); err != nil {
+	if err := setaside.Record(ctx, ps.db, p.id, p.lsn, p.msg.Topic, p.reason); err != nil {
 		return err
 	}
-	ps.rejected.add(p.id, p.lsn)
+	ps.rejected.Add(p.id, p.lsn)
 	ps.m.rejected.Inc()
 	ps.log.Warn("event rejected: recorded in outbox_rejected", append(eventAttrs(p), "lsn", p.lsn, "topic", p.msg.Topic, "reason", p.reason)...)
 	ps.tr.Ack(p.tok)

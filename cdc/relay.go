@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/setaside"
+
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -245,7 +247,7 @@ func (r *Relay) session(ctx context.Context) error {
 	if err := r.beginPosition(ctx, db, start); err != nil {
 		return err
 	}
-	rejected, err := loadRejected(ctx, db, start)
+	rejected, err := setaside.Load(ctx, db, start)
 	if err != nil {
 		return err
 	}
@@ -352,7 +354,7 @@ func activePID(pe *pgconn.PgError) int32 {
 // the two drainers of the producer's result channels. Closing the producer
 // after them is bounded (see producerSession.shutdown).
 func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, ps *producerSession,
-	start pglogrepl.LSN, interval, silence time.Duration, rejected rejectedSet) error {
+	start pglogrepl.LSN, interval, silence time.Duration, rejected setaside.Set) error {
 	tr := ack.New(r.cfg.MaxInFlightEvents, r.cfg.MaxInFlightBytes)
 	// The session lives on past ctx while it drains; a producer error
 	// cancels it with its cause.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/setaside"
+
 	"github.com/eventforge/eventforge/cdc/outboxscan"
 
 	"github.com/IBM/sarama"
@@ -144,7 +146,7 @@ func (rp *republisher) admit(ctx context.Context, p *pending) (bool, error) {
 }
 
 func (rp *republisher) reject(ctx context.Context, p *pending) error {
-	if err := recordRejected(ctx, rp.side, p.id, 0, p.msg.Topic, p.reason); err != nil {
+	if err := setaside.Record(ctx, rp.side, p.id, 0, p.msg.Topic, p.reason); err != nil {
 		return err
 	}
 	rp.res.Rejected++
@@ -179,7 +181,7 @@ func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outbox
 	bad := map[string]string{}
 	for _, t := range types {
 		if err := tp.ensure(ctx, cfg.TopicPrefix+t); err != nil {
-			if reason := rejection(err); reason != "" {
+			if reason := setaside.Reason(err); reason != "" {
 				bad[cfg.TopicPrefix+t] = reason
 				continue
 			}
