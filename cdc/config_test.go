@@ -209,18 +209,6 @@ func TestActivePID(t *testing.T) {
 	}
 }
 
-func TestLimits(t *testing.T) {
-	l := newLimits(10000)
-	if got := l.current(); got != 10000 {
-		t.Fatalf("current() = %d, want the configured 10000", got)
-	}
-	l.set("a", 50000)
-	l.set("b", 3000)
-	if got := l.current(); got != 3000 {
-		t.Fatalf("current() = %d, want the smallest topic limit 3000", got)
-	}
-}
-
 // TestCommitToAckBuckets checks the latency histogram can judge a 10 ms p99:
 // bounds ascend, step 0.5 ms up to 10 ms, and reach minutes.
 func TestCommitToAckBuckets(t *testing.T) {

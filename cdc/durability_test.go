@@ -3,8 +3,9 @@ package cdc
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/eventforge/eventforge/cdc/topics"
 
 	"github.com/IBM/sarama"
 
@@ -12,55 +13,14 @@ import (
 	"github.com/eventforge/eventforge/internal/testenv"
 )
 
-func TestDurabilityWarning(t *testing.T) {
-	safe := topicConf{minInsyncReplicas: 2, replicationFactor: 3}
-	with := func(f func(*topicConf)) topicConf { c := safe; f(&c); return c }
-	tests := []struct {
-		name   string
-		conf   topicConf
-		broker int
-		want   []string // parts of the warning; none: no warning
-	}{
-		{"single broker", topicConf{minInsyncReplicas: 1, replicationFactor: 1}, 1, nil},
-		{"two brokers, min.insync 1", with(func(c *topicConf) { c.minInsyncReplicas, c.replicationFactor = 1, 2 }), 2, nil},
-		{"three brokers, default min.insync", with(func(c *topicConf) { c.minInsyncReplicas = 1 }), 3, []string{"min.insync.replicas=1", "--topic-min-insync-replicas"}},
-		{"five brokers, default min.insync", with(func(c *topicConf) { c.minInsyncReplicas = 1 }), 5, []string{"min.insync.replicas=1"}},
-		{"three brokers, min.insync 2", safe, 3, nil},
-		{"three brokers, min.insync 3", with(func(c *topicConf) { c.minInsyncReplicas = 3 }), 3, nil},
-		{"unknown broker count", with(func(c *topicConf) { c.minInsyncReplicas = 1 }), 0, nil},
-		{"replication factor 1 on two brokers", with(func(c *topicConf) { c.replicationFactor, c.minInsyncReplicas = 1, 1 }), 2,
-			[]string{"replication factor 1", "--topic-replication-factor"}},
-		{"replication factor unknown", with(func(c *topicConf) { c.replicationFactor = 0 }), 3, nil},
-		{"unclean election", with(func(c *topicConf) { c.uncleanElection = true }), 3, []string{"unclean.leader.election.enable=true"}},
-		{"all at once, one line", topicConf{minInsyncReplicas: 1, replicationFactor: 2, uncleanElection: true}, 3,
-			[]string{"min.insync.replicas=1", "unclean.leader.election.enable=true", "cluster of 3 brokers"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := durabilityWarning("orders", tt.conf, tt.broker)
-			if (w != "") != (len(tt.want) > 0) {
-				t.Fatalf("durabilityWarning(%+v, brokers=%d) = %q, want a warning: %v", tt.conf, tt.broker, w, len(tt.want) > 0)
-			}
-			for _, part := range tt.want {
-				if !strings.Contains(w, part) {
-					t.Errorf("warning %q lacks %q", w, part)
-				}
-			}
-			if w != "" && (!strings.Contains(w, "orders") || strings.Contains(w, "\n")) {
-				t.Fatalf("warning %q must be one line naming the topic", w)
-			}
-		})
-	}
-}
-
 func TestTopicDetail(t *testing.T) {
 	cfg := DefaultConfig()
-	d := topicDetail(&cfg)
+	d := topics.Detail(cfg.topicSettings())
 	if d.ReplicationFactor != -1 || d.ConfigEntries != nil {
 		t.Fatalf("default topic detail %+v: want the broker's replication factor and min.insync.replicas", d)
 	}
 	cfg.TopicMinInsyncReplicas = 2
-	if v := topicDetail(&cfg).ConfigEntries["min.insync.replicas"]; v == nil || *v != "2" {
+	if v := topics.Detail(cfg.topicSettings()).ConfigEntries["min.insync.replicas"]; v == nil || *v != "2" {
 		t.Fatalf("min.insync.replicas not set: %v", v)
 	}
 }
@@ -81,26 +41,30 @@ func TestCreatedTopicDurability(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	tp, err := newTopics(&cfg, client, newLimits(cfg.MaxMessageBytes))
+	tp, err := topics.New(cfg.topicSettings(), client, topics.NewLimits(cfg.MaxMessageBytes, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	topic := cfg.TopicPrefix + "durable"
-	if err := tp.ensure(context.Background(), topic); err != nil {
+	if err := tp.Ensure(context.Background(), topic); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := kafka.DescribeConfig(tp.admin, sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"min.insync.replicas"}})
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := kafka.DescribeConfig(admin, sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"min.insync.replicas"}})
 	if err != nil || len(entries) != 1 || entries[0].Value != "2" {
 		t.Fatalf("min.insync.replicas of the created topic: %+v, %v; want 2", entries, err)
 	}
 	brokers := client.Brokers()
-	entries, err = kafka.DescribeConfig(tp.admin, sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(brokers[0].ID())),
+	entries, err = kafka.DescribeConfig(admin, sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(brokers[0].ID())),
 		ConfigNames: []string{"default.replication.factor"}})
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("broker default.replication.factor: %+v, %v", entries, err)
 	}
 	want, _ := strconv.Atoi(entries[0].Value)
-	md, err := tp.admin.DescribeTopics([]string{topic})
+	md, err := admin.DescribeTopics([]string{topic})
 	if err != nil || len(md) != 1 || len(md[0].Partitions) == 0 {
 		t.Fatalf("describe %s: %+v, %v", topic, md, err)
 	}

@@ -56,7 +56,7 @@ type eosFeeder struct {
 // sees every transaction that will ever commit under this id.
 func newEOSFeeder(ctx context.Context, ps *producerSession) (*eosFeeder, error) {
 	topic := ps.cfg.positionTopic()
-	if err := ensurePositionTopic(ctx, ps.topics, topic); err != nil {
+	if err := ps.topics.EnsureCompacted(ctx, topic); err != nil {
 		return nil, err
 	}
 	pos, err := readPosition(ctx, ps.client, topic, ps.cfg.Slot)

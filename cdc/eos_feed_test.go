@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/eventforge/eventforge/cdc/topics"
+
 	"github.com/eventforge/eventforge/cdc/setaside"
 
 	"github.com/IBM/sarama"
@@ -53,11 +55,11 @@ func newTestFeeder(t *testing.T, done position.Position, maxHeld int) (*eosFeede
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	lim := newLimits(cfg.MaxMessageBytes)
+	lim := topics.NewLimits(cfg.MaxMessageBytes, nil)
 	prod := &txnProducer{in: make(chan *sarama.ProducerMessage, 100)}
 	tr := &countingTracker{}
 	ps := &producerSession{cfg: &cfg, log: slog.New(slog.DiscardHandler), m: m, tr: tr, limits: lim, prod: prod,
-		topics: &topics{ensured: map[string]bool{"t": true}}, maxBytes: lim.current(), rejected: setaside.Set{}}
+		topics: topics.Known("t"), maxBytes: lim.Current(), rejected: setaside.Set{}}
 	f := &eosFeeder{ps: ps, topic: "positions", slot: "s", interval: 1 << 62, maxHeld: maxHeld, maxBytes: 1 << 30,
 		errs: make(chan *sarama.ProducerError, 16), done: done}
 	return f, prod, tr

@@ -2,8 +2,6 @@ package cdc
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/IBM/sarama"
 
@@ -22,22 +20,6 @@ func (c *Config) positionTopic() string {
 		return c.PositionTopic
 	}
 	return c.TopicPrefix + positionTopicSuffix
-}
-
-// ensurePositionTopic creates the position topic when missing: one
-// partition, compacted, so it keeps the latest position of every slot.
-func ensurePositionTopic(ctx context.Context, t *topics, topic string) error {
-	found, err := t.describe(topic)
-	if err != nil || found {
-		return err
-	}
-	compact := "compact"
-	d := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: t.cfg.TopicReplicationFactor,
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}
-	if err := t.admin.CreateTopic(topic, d, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create position topic %s: %w", topic, err)
-	}
-	return t.awaitLeaders(ctx, topic)
 }
 
 // readPosition reads slot's latest committed position from the single

@@ -241,9 +241,9 @@ func TestHostileRowsNeverStopTheRelay(t *testing.T) {
 			if len(reasons[id]) != 1 || !strings.Contains(reasons[id][0], c.reason) {
 				t.Errorf("%s: outbox_rejected reasons %q, want one containing %q", c.name, reasons[id], c.reason)
 			} else if topics[id] != c.aggType {
-				t.Errorf("%s: outbox_rejected topic %q, want %q", c.name, truncateName(topics[id]), truncateName(c.aggType))
+				t.Errorf("%s: outbox_rejected topic %q, want %q", c.name, outbox.TruncateName(topics[id]), outbox.TruncateName(c.aggType))
 			}
-			t.Logf("%-55s rejected: %s", c.name, truncateName(reasons[id][0]))
+			t.Logf("%-55s rejected: %s", c.name, outbox.TruncateName(reasons[id][0]))
 		case refused:
 			if len(reasons[id]) != 0 || inKafka {
 				t.Errorf("%s: refused by PostgreSQL, yet seen by the relay", c.name)
@@ -309,7 +309,7 @@ func checkRecord(t *testing.T, c hostileRow, id uuid.UUID, m *sarama.ConsumerMes
 		t.Errorf("%s: null key, want %d bytes", c.name, len(c.aggID))
 	}
 	if string(m.Key) != c.aggID {
-		t.Errorf("%s: key %q (%d bytes), want %d bytes", c.name, truncateName(string(m.Key)), len(m.Key), len(c.aggID))
+		t.Errorf("%s: key %q (%d bytes), want %d bytes", c.name, outbox.TruncateName(string(m.Key)), len(m.Key), len(c.aggID))
 	}
 	if p := kafka.PartitionForKey([]byte(c.aggID), partitions); m.Partition != p {
 		t.Errorf("%s: partition %d, want murmur2's %d", c.name, m.Partition, p)
@@ -319,7 +319,7 @@ func checkRecord(t *testing.T, c hostileRow, id uuid.UUID, m *sarama.ConsumerMes
 		value = `{"n":1}`
 	}
 	if string(m.Value) != value {
-		t.Errorf("%s: value %q, want %q", c.name, truncateName(string(m.Value)), truncateName(value))
+		t.Errorf("%s: value %q, want %q", c.name, outbox.TruncateName(string(m.Value)), outbox.TruncateName(value))
 	}
 	wantH := append([]string{"event_id", id.String(), "event_type", c.evType, "aggregate_type", c.aggType}, c.extraHeaders...)
 	var gotH []string
@@ -357,7 +357,7 @@ func TestTopicProblem(t *testing.T) {
 		{"__x", false}, {"a b", false}, {"a/b", false}, {"ordérs", false}, {"a\x00", false}, {"a\n", false},
 	} {
 		if got := outbox.TopicProblem(tc.name); (got == "") != tc.ok {
-			t.Errorf("TopicProblem(%q) = %q, want ok %v", truncateName(tc.name), got, tc.ok)
+			t.Errorf("TopicProblem(%q) = %q, want ok %v", outbox.TruncateName(tc.name), got, tc.ok)
 		}
 	}
 	for prefix, ok := range map[string]bool{"": true, "prod.": true, "__": false, "a b.": false} {

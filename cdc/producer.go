@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/topics"
+
 	"github.com/eventforge/eventforge/cdc/setaside"
 
 	"github.com/IBM/sarama"
@@ -57,12 +59,12 @@ type producerSession struct {
 	log      *slog.Logger
 	m        *metrics
 	tr       ackTracker
-	limits   *limits
+	limits   *topics.Limits
 	client   sarama.Client
 	prod     sarama.AsyncProducer // exactly-once mode only
 	eng      *produce.Engine[*pending]
 	sc       *sarama.Config
-	topics   *topics
+	topics   *topics.Manager
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
 	rejected setaside.Set // already in outbox_rejected: skipped on replay
@@ -72,8 +74,8 @@ type producerSession struct {
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
 
-func newProducerSession(ctx context.Context, cfg *Config, lim *limits, reqs *kafka.ProduceRequests, log *slog.Logger) (*producerSession, error) {
-	maxBytes := lim.current()
+func newProducerSession(ctx context.Context, cfg *Config, lim *topics.Limits, reqs *kafka.ProduceRequests, log *slog.Logger) (*producerSession, error) {
+	maxBytes := lim.Current()
 	sc, err := cfg.producerConfig(maxBytes)
 	if err != nil {
 		return nil, err
@@ -90,7 +92,7 @@ func newProducerSession(ctx context.Context, cfg *Config, lim *limits, reqs *kaf
 		}
 		return nil, err
 	}
-	tp, err := newTopics(cfg, client, lim)
+	tp, err := topics.New(cfg.topicSettings(), client, lim)
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -208,7 +210,7 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) (bool, error)
 			}
 			return false, ps.reject(ctx, p)
 		}
-		if ps.limits.current() < ps.maxBytes {
+		if ps.limits.Current() < ps.maxBytes {
 			return false, errLimitLowered
 		}
 		if p.size > ps.maxBytes {
@@ -221,17 +223,18 @@ func (ps *producerSession) handle(ctx context.Context, p *pending) (bool, error)
 	return true, nil
 }
 
-// ensureTopic is topics.ensure, given up when ctx ends: against an
+// ensureTopic is topics.Manager.Ensure (a refused topic setting made
+// fatal), given up when ctx ends: against an
 // unreachable cluster its admin requests retry for many seconds, and a
 // shutdown must not wait for them. An abandoned call ends on its own once
 // the session has closed the client; nothing uses the session's topics
 // after that.
 func (ps *producerSession) ensureTopic(ctx context.Context, topic string) error {
-	if ps.topics.ensured[topic] {
+	if ps.topics.Ensured(topic) {
 		return nil // the usual case, without a goroutine
 	}
 	done := make(chan error, 1)
-	go func() { done <- ps.topics.ensure(ctx, topic) }()
+	go func() { done <- ensureTopic(ctx, ps.topics, topic) }()
 	select {
 	case err := <-done:
 		return err
@@ -304,16 +307,16 @@ func (ps *producerSession) failed(*pending, error) { ps.m.publishErrors.Inc() }
 // reason; otherwise its batch was too large, and the session restarts with
 // the lower limit (the replay skips nothing: no event was recorded).
 func (ps *producerSession) tooLarge(_ context.Context, p *pending, err error) (string, error) {
-	conf, lerr := ps.topics.topicConfig(p.msg.Topic)
+	conf, lerr := ps.topics.Config(p.msg.Topic)
 	if lerr != nil {
 		return "", fmt.Errorf("produce event %s to %s: %w; then %w", p.id, p.msg.Topic, err, lerr)
 	}
-	limit := conf.maxMessageBytes - batchOverhead
+	limit := conf.MaxMessageBytes - topics.BatchOverhead
 	if p.size <= limit && limit < ps.maxBytes {
-		ps.limits.set(p.msg.Topic, limit)
+		ps.limits.Set(p.msg.Topic, limit)
 		return "", errLimitLowered
 	}
-	return fmt.Sprintf("the broker refused the record (%d bytes) as too large (topic max.message.bytes %d): %v", p.size, limit+batchOverhead, err), nil
+	return fmt.Sprintf("the broker refused the record (%d bytes) as too large (topic max.message.bytes %d): %v", p.size, limit+topics.BatchOverhead, err), nil
 }
 
 // producerCloseGrace bounds how long a session waits for the producer to

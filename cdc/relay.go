@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/topics"
+
 	"github.com/eventforge/eventforge/cdc/setaside"
 
 	"github.com/jackc/pgerrcode"
@@ -29,7 +31,7 @@ type Relay struct {
 	cfg    Config
 	log    *slog.Logger
 	m      *metrics
-	limits *limits
+	limits *topics.Limits
 	// suspects are exactly-once events to send alone, kept across sessions.
 	suspects *suspectSet
 
@@ -70,9 +72,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready Readines
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), suspects: newSuspectSet(),
+	log = log.With("slot", cfg.Slot)
+	r := &Relay{cfg: cfg, log: log, m: m, limits: topics.NewLimits(cfg.MaxMessageBytes, log), suspects: newSuspectSet(),
 		state: stateConnecting, checkNow: make(chan struct{}, 1)}
-	r.limits.log = r.log
 	if ready != nil {
 		ready.Add("cdc", r.ready)
 	}
@@ -170,7 +172,7 @@ func (r *Relay) loop(ctx context.Context) error {
 			continue
 		}
 		if errors.Is(err, errLimitLowered) {
-			r.log.Info("restarting session with a lower record limit", "max_message_bytes", r.limits.current())
+			r.log.Info("restarting session with a lower record limit", "max_message_bytes", r.limits.Current())
 			continue
 		}
 		said = ""

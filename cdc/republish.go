@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/topics"
+
 	"github.com/eventforge/eventforge/cdc/setaside"
 
 	"github.com/eventforge/eventforge/cdc/outboxscan"
@@ -58,12 +60,12 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 	if _, err := cat.CreatedAtColumn(republishCommand); err != nil {
 		return res, err
 	}
-	lim := newLimits(cfg.MaxMessageBytes)
+	lim := topics.NewLimits(cfg.MaxMessageBytes, log)
 	badTopics, err := learnTopics(ctx, &cfg, cat, db, lim, rng)
 	if err != nil {
 		return res, err
 	}
-	sc, err := cfg.producerConfig(lim.current())
+	sc, err := cfg.producerConfig(lim.Current())
 	if err != nil {
 		return res, err
 	}
@@ -72,7 +74,7 @@ func Republish(ctx context.Context, cfg Config, since, until time.Time, log *slo
 		return res, fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
 	}
 	defer client.Close()
-	rp := &republisher{cfg: &cfg, cat: cat, side: side, log: log, maxBytes: lim.current(), badTopics: badTopics}
+	rp := &republisher{cfg: &cfg, cat: cat, side: side, log: log, maxBytes: lim.Current(), badTopics: badTopics}
 	res, err = rp.run(ctx, db, client, sc, rng)
 	if err != nil {
 		return res, err
@@ -157,7 +159,7 @@ func (rp *republisher) reject(ctx context.Context, p *pending) error {
 // learnTopics ensures every topic of the range exists and learns its limit
 // before the producer is configured. It returns the topics no event may go
 // to (invalid, internal or missing names), with the reason.
-func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outboxscan.Querier, lim *limits, rng outboxscan.Range) (map[string]string, error) {
+func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outboxscan.Querier, lim *topics.Limits, rng outboxscan.Range) (map[string]string, error) {
 	types, err := outboxscan.Types(ctx, q, cat, rng, republishCommand)
 	if err != nil {
 		return nil, err
@@ -174,13 +176,13 @@ func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outbox
 		return nil, fmt.Errorf("connect to Kafka %v: %w", cfg.Kafka.Brokers, err)
 	}
 	defer client.Close()
-	tp, err := newTopics(cfg, client, lim)
+	tp, err := topics.New(cfg.topicSettings(), client, lim)
 	if err != nil {
 		return nil, err
 	}
 	bad := map[string]string{}
 	for _, t := range types {
-		if err := tp.ensure(ctx, cfg.TopicPrefix+t); err != nil {
+		if err := ensureTopic(ctx, tp, cfg.TopicPrefix+t); err != nil {
 			if reason := setaside.Reason(err); reason != "" {
 				bad[cfg.TopicPrefix+t] = reason
 				continue

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/topics"
+
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,8 +24,8 @@ var (
 	ErrSlotLost      = errors.New("replication slot was invalidated")
 	ErrSlotMismatch  = errors.New("replication slot does not fit")
 	// ErrTopicMissing no longer stops the relay: it is the reason of an
-	// event set aside (see topics.awaitMissing).
-	ErrTopicMissing = errors.New("topic does not exist")
+	// event set aside (see package topics).
+	ErrTopicMissing = topics.ErrMissing
 )
 
 // FatalError marks an error the relay does not retry.

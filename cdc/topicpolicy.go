@@ -1,9 +1,13 @@
 package cdc
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/eventforge/eventforge/cdc/topics"
 
 	"github.com/eventforge/eventforge/internal/outbox"
 )
@@ -62,4 +66,21 @@ func allowedTopicsProblems(patterns []string) []string {
 		}
 	}
 	return out
+}
+
+// topicSettings is how the relay's sessions create and police topics.
+func (c *Config) topicSettings() topics.Settings {
+	return topics.Settings{Create: c.CreateTopics, Partitions: c.TopicPartitions,
+		ReplicationFactor: c.TopicReplicationFactor, MinInsyncReplicas: c.TopicMinInsyncReplicas,
+		Refusal: c.topicRefusal}
+}
+
+// ensureTopic is m.Ensure with a topic setting the broker refused made
+// fatal: every topic would fail the same way.
+func ensureTopic(ctx context.Context, m *topics.Manager, topic string) error {
+	err := m.Ensure(ctx, topic)
+	if errors.Is(err, topics.ErrSettings) {
+		return fatal(err)
+	}
+	return err
 }

@@ -1,4 +1,13 @@
-package cdc
+// Package topics makes sure the topics a relay session writes to exist and
+// learns what they accept: it creates a missing topic (or waits, bounded,
+// for one it may not create), waits for its leaders, reads its
+// max.message.bytes, and warns once about settings that can lose
+// acknowledged records. A topic no event may go to yields a
+// *setaside.RejectError: that event is set aside, the relay goes on.
+//
+// Imports (floor: library, the relay's own): cdc/setaside, internal/kafka,
+// internal/outbox and sarama.
+package topics
 
 import (
 	"context"
@@ -10,37 +19,68 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventforge/eventforge/cdc/setaside"
+
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/internal/kafka"
 	"github.com/eventforge/eventforge/internal/outbox"
 )
 
-// batchOverhead is kept free below a topic's max.message.bytes: the broker
+// Settings is how the relay creates and polices topics.
+type Settings struct {
+	// Create lets the relay create a missing topic (--create-topics).
+	Create bool
+	// Partitions and ReplicationFactor of a created topic; -1 replicas:
+	// the broker's default.replication.factor.
+	Partitions        int32
+	ReplicationFactor int16
+	// MinInsyncReplicas of a created topic; 0: the broker's default.
+	MinInsyncReplicas int
+	// Refusal says why no event may go to topic, or "" when one may; nil:
+	// every topic may be used.
+	Refusal func(topic string) string
+}
+
+// ErrMissing is the reason of an event whose topic does not exist and may
+// not be created.
+var ErrMissing = errors.New("topic does not exist")
+
+// ErrSettings marks a topic the broker refused to create with the
+// configured settings (replication factor, partitions): every topic would
+// fail the same way, so the relay stops.
+var ErrSettings = errors.New("topic settings refused")
+
+// BatchOverhead is kept free below a topic's max.message.bytes: the broker
 // checks whole record batches against it, and a batch adds a header of 61
 // bytes to its records (rounded up for safety).
-const batchOverhead = 128
+const BatchOverhead = 128
 
-// limits remembers, across sessions, the record size each topic accepts and
+// Limits remembers, across sessions, the record size each topic accepts and
 // which topics had their durability checked. The producer batches every
 // topic up to one MaxMessageBytes, so the relay uses the smallest limit it
 // knows as its record limit.
-type limits struct {
+type Limits struct {
 	mu      sync.Mutex
 	max     int             // --max-message-bytes
-	byTopic map[string]int  // max.message.bytes - batchOverhead
+	byTopic map[string]int  // max.message.bytes - BatchOverhead
 	checked map[string]bool // topics whose durability was checked
 	log     *slog.Logger    // for the durability warnings
 }
 
-func newLimits(max int) *limits {
-	return &limits{max: max, byTopic: map[string]int{},
-		checked: map[string]bool{}, log: slog.New(slog.DiscardHandler)}
+// NewLimits starts with max (--max-message-bytes) as every topic's limit;
+// log takes the durability warnings (nil: discarded).
+func NewLimits(max int, log *slog.Logger) *Limits {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Limits{max: max, byTopic: map[string]int{},
+		checked: map[string]bool{}, log: log}
 }
 
 // firstUse reports whether topic is used for the first time by this relay,
 // and marks it used.
-func (l *limits) firstUse(topic string) bool {
+func (l *Limits) firstUse(topic string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.checked[topic] {
@@ -50,8 +90,8 @@ func (l *limits) firstUse(topic string) bool {
 	return true
 }
 
-// current is the record limit for a new producer.
-func (l *limits) current() int {
+// Current is the record limit for a new producer.
+func (l *Limits) Current() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	m := l.max
@@ -61,58 +101,66 @@ func (l *limits) current() int {
 	return m
 }
 
-func (l *limits) set(topic string, v int) {
+// Set records topic's limit (its max.message.bytes minus BatchOverhead).
+func (l *Limits) Set(topic string, v int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.byTopic[topic] = v
 }
 
-// topics makes sure the topics a session writes to exist, and learns their
-// size limits.
-type topics struct {
-	cfg     *Config
+// Manager makes sure the topics a session writes to exist, and learns
+// their size limits. Not safe for concurrent use.
+type Manager struct {
+	cfg     Settings
 	client  sarama.Client
 	admin   sarama.ClusterAdmin
-	limits  *limits
+	limits  *Limits
 	ensured map[string]bool
 	missing map[string]bool // waited for in this session and still missing
 	wait    time.Duration   // bound on waiting for a missing topic to appear
 }
 
-func newTopics(cfg *Config, client sarama.Client, lim *limits) (*topics, error) {
+// New returns a Manager on client (whose admin requests it uses) that
+// records limits in lim.
+func New(cfg Settings, client sarama.Client, lim *Limits) (*Manager, error) {
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		return nil, fmt.Errorf("open Kafka admin client: %w", err)
 	}
 	// Closing the admin would close the shared client; the session closes
 	// the client itself.
-	return &topics{cfg: cfg, client: client, admin: admin, limits: lim,
+	return &Manager{cfg: cfg, client: client, admin: admin, limits: lim,
 		ensured: map[string]bool{}, missing: map[string]bool{}, wait: missingTopicWait}, nil
 }
 
-// ensure creates topic when missing and records its limit. A topic that no
+// Ensure creates topic when missing and records its limit. A topic that no
 // event may go to (an invalid, internal or reserved name, one outside
 // AllowedTopics, or a missing one when creation is disabled) yields a
 // *RejectError: the event is set aside, the
 // relay goes on. Not safe for concurrent use.
-func (t *topics) ensure(ctx context.Context, topic string) error {
+func (t *Manager) Ensure(ctx context.Context, topic string) error {
 	if t.ensured[topic] {
 		return nil
 	}
-	if problem := t.cfg.topicRefusal(topic); problem != "" {
-		return &RejectError{Reason: problem}
+	if t.admin == nil {
+		return fmt.Errorf("ensure topic %s: %w", topic, errNoCluster)
+	}
+	if t.cfg.Refusal != nil {
+		if problem := t.cfg.Refusal(topic); problem != "" {
+			return &setaside.RejectError{Reason: problem}
+		}
 	}
 	if err := t.exist(ctx, topic); err != nil {
 		return err
 	}
-	conf, err := t.topicConfig(topic)
+	conf, err := t.Config(topic)
 	if err != nil {
 		return err
 	}
-	t.limits.set(topic, conf.maxMessageBytes-batchOverhead)
+	t.limits.Set(topic, conf.MaxMessageBytes-BatchOverhead)
 	if t.limits.firstUse(topic) {
-		conf.replicationFactor = t.replicationFactor(topic)
-		if w := durabilityWarning(topic, conf, len(t.client.Brokers())); w != "" {
+		conf.ReplicationFactor = t.replicationFactor(topic)
+		if w := DurabilityWarning(topic, conf, len(t.client.Brokers())); w != "" {
 			t.limits.log.Warn(w)
 		}
 	}
@@ -120,32 +168,32 @@ func (t *topics) ensure(ctx context.Context, topic string) error {
 	return nil
 }
 
-func (t *topics) exist(ctx context.Context, topic string) error {
-	found, err := t.describe(topic)
+func (t *Manager) exist(ctx context.Context, topic string) error {
+	found, err := t.Describe(topic)
 	if err != nil || found {
 		return err
 	}
-	if !t.cfg.CreateTopics {
+	if !t.cfg.Create {
 		return t.awaitMissing(ctx, topic)
 	}
-	err = t.admin.CreateTopic(topic, topicDetail(t.cfg), false)
+	err = t.admin.CreateTopic(topic, Detail(t.cfg), false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		if errors.Is(err, sarama.ErrInvalidTopic) || errors.Is(err, sarama.ErrPolicyViolation) {
 			// The broker refuses this name (or its policy does): only
 			// this topic's events are affected.
-			return &RejectError{Reason: fmt.Sprintf("the broker refused to create topic %q: %v", topic, err)}
+			return &setaside.RejectError{Reason: fmt.Sprintf("the broker refused to create topic %q: %v", topic, err)}
 		}
 		if errors.Is(err, sarama.ErrInvalidReplicationFactor) || errors.Is(err, sarama.ErrInvalidPartitions) {
-			return fatal(fmt.Errorf("create topic %s: %w", topic, err))
+			return fmt.Errorf("create topic %s: %w: %w", topic, ErrSettings, err)
 		}
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return t.awaitLeaders(ctx, topic)
+	return t.AwaitLeaders(ctx, topic)
 }
 
-// awaitLeaders waits until a topic just created has a leader for every
+// AwaitLeaders waits until a topic just created has a leader for every
 // partition in the client's metadata.
-func (t *topics) awaitLeaders(ctx context.Context, topic string) error {
+func (t *Manager) AwaitLeaders(ctx context.Context, topic string) error {
 	// The metadata of a new topic reaches every broker shortly after. Ask
 	// the cluster once per poll until every partition has a leader: the
 	// client's own refresh retries leaderless partitions with backoff (about
@@ -171,7 +219,7 @@ func (t *topics) awaitLeaders(ctx context.Context, topic string) error {
 
 // leadersElected reports whether the cluster's metadata shows topic with a
 // leader for every partition.
-func (t *topics) leadersElected(topic string) bool {
+func (t *Manager) leadersElected(topic string) bool {
 	md, err := t.admin.DescribeTopics([]string{topic})
 	if err != nil {
 		return false
@@ -190,24 +238,24 @@ func (t *topics) leadersElected(topic string) bool {
 	return false
 }
 
-// topicDetail is how the relay creates a topic: the configured partitions,
+// Detail is how the relay creates a topic: the configured partitions,
 // the configured replication factor (-1: the broker's default, which needs
 // Kafka 2.4 or later) and, when set, min.insync.replicas.
-func topicDetail(cfg *Config) *sarama.TopicDetail {
-	d := &sarama.TopicDetail{NumPartitions: cfg.TopicPartitions, ReplicationFactor: cfg.TopicReplicationFactor}
-	if cfg.TopicMinInsyncReplicas > 0 {
-		v := strconv.Itoa(cfg.TopicMinInsyncReplicas)
+func Detail(cfg Settings) *sarama.TopicDetail {
+	d := &sarama.TopicDetail{NumPartitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor}
+	if cfg.MinInsyncReplicas > 0 {
+		v := strconv.Itoa(cfg.MinInsyncReplicas)
 		d.ConfigEntries = map[string]*string{"min.insync.replicas": &v}
 	}
 	return d
 }
 
-// topicConf is what the relay reads of a topic's configuration.
-type topicConf struct {
-	maxMessageBytes   int
-	minInsyncReplicas int
-	replicationFactor int  // fewest replicas of a partition; 0: unknown
-	uncleanElection   bool // unclean.leader.election.enable
+// Conf is what the relay reads of a topic's configuration.
+type Conf struct {
+	MaxMessageBytes   int
+	MinInsyncReplicas int
+	ReplicationFactor int  // fewest replicas of a partition; 0: unknown
+	UncleanElection   bool // unclean.leader.election.enable
 }
 
 // Topic configuration entries the relay reads.
@@ -217,8 +265,9 @@ const (
 	confUncleanElection   = "unclean.leader.election.enable"
 )
 
-func (t *topics) topicConfig(topic string) (topicConf, error) {
-	var c topicConf
+// Config reads topic's configuration from the cluster.
+func (t *Manager) Config(topic string) (Conf, error) {
+	var c Conf
 	entries, err := kafka.DescribeConfig(t.admin, sarama.ConfigResource{
 		Type: sarama.TopicResource, Name: topic, ConfigNames: []string{confMaxMessageBytes, confMinInsyncReplicas, confUncleanElection},
 	})
@@ -230,11 +279,11 @@ func (t *topics) topicConfig(topic string) (topicConf, error) {
 		var dst *int
 		switch e.Name {
 		case confMaxMessageBytes:
-			dst = &c.maxMessageBytes
+			dst = &c.MaxMessageBytes
 		case confMinInsyncReplicas:
-			dst = &c.minInsyncReplicas
+			dst = &c.MinInsyncReplicas
 		case confUncleanElection:
-			c.uncleanElection = e.Value == "true"
+			c.UncleanElection = e.Value == "true"
 			continue
 		default:
 			continue
@@ -249,12 +298,12 @@ func (t *topics) topicConfig(topic string) (topicConf, error) {
 		return c, fmt.Errorf("describe topic %s: no max.message.bytes", topic)
 	}
 	if !found[confMinInsyncReplicas] {
-		c.minInsyncReplicas = 1 // Kafka's default
+		c.MinInsyncReplicas = 1 // Kafka's default
 	}
 	return c, nil
 }
 
-// durabilityWarning is the one-line warning for a topic whose settings let
+// DurabilityWarning is the one-line warning for a topic whose settings let
 // a record the brokers acknowledged be lost with a single broker, although
 // the cluster has brokers enough to keep it: a replication factor of 1,
 // min.insync.replicas 1 (on 3 brokers or more: with 2, requiring both would
@@ -262,18 +311,18 @@ func (t *topics) topicConfig(topic string) (topicConf, error) {
 // out-of-sync replica may become leader and truncate acknowledged records).
 // The slot is confirmed past an acknowledged event, so nothing would send it
 // again. "" when there is nothing to say.
-func durabilityWarning(topic string, c topicConf, brokers int) string {
+func DurabilityWarning(topic string, c Conf, brokers int) string {
 	if brokers < 2 {
 		return ""
 	}
 	var problems []string
-	if c.replicationFactor == 1 {
+	if c.ReplicationFactor == 1 {
 		problems = append(problems, "replication factor 1 (recreate the topic with 3 replicas, or set --topic-replication-factor for topics the relay creates)")
 	}
-	if c.minInsyncReplicas < 2 && brokers >= 3 && c.replicationFactor != 1 {
-		problems = append(problems, fmt.Sprintf("min.insync.replicas=%d (set min.insync.replicas=2 on the topic, or --topic-min-insync-replicas for topics the relay creates)", c.minInsyncReplicas))
+	if c.MinInsyncReplicas < 2 && brokers >= 3 && c.ReplicationFactor != 1 {
+		problems = append(problems, fmt.Sprintf("min.insync.replicas=%d (set min.insync.replicas=2 on the topic, or --topic-min-insync-replicas for topics the relay creates)", c.MinInsyncReplicas))
 	}
-	if c.uncleanElection {
+	if c.UncleanElection {
 		problems = append(problems, "unclean.leader.election.enable=true (set it to false)")
 	}
 	if len(problems) == 0 {
@@ -285,7 +334,7 @@ func durabilityWarning(topic string, c topicConf, brokers int) string {
 
 // replicationFactor is the fewest replicas of any partition of topic, 0
 // when the cluster does not say.
-func (t *topics) replicationFactor(topic string) int {
+func (t *Manager) replicationFactor(topic string) int {
 	md, err := t.admin.DescribeTopics([]string{topic})
 	if err != nil {
 		return 0
@@ -310,16 +359,16 @@ func (t *topics) replicationFactor(topic string) int {
 const missingTopicWait = 5 * time.Second
 
 // awaitMissing waits, bounded, for a topic the relay may not create; the
-// event is then set aside with ErrTopicMissing as its reason. Later events
+// event is then set aside with ErrMissing as its reason. Later events
 // of the session look once more without waiting, so a topic created since
 // is used at once.
-func (t *topics) awaitMissing(ctx context.Context, topic string) error {
+func (t *Manager) awaitMissing(ctx context.Context, topic string) error {
 	deadline := time.Now().Add(t.wait)
 	if t.missing[topic] {
 		deadline = time.Now()
 	}
 	for {
-		found, err := t.describe(topic)
+		found, err := t.Describe(topic)
 		if err != nil {
 			return err
 		}
@@ -329,7 +378,7 @@ func (t *topics) awaitMissing(ctx context.Context, topic string) error {
 		}
 		if !time.Now().Before(deadline) {
 			t.missing[topic] = true
-			return &RejectError{Reason: fmt.Sprintf("%s: topic %q (--create-topics is false): create it, then republish the event", ErrTopicMissing, topic)}
+			return &setaside.RejectError{Reason: fmt.Sprintf("%s: topic %q (--create-topics is false): create it, then republish the event", ErrMissing, topic)}
 		}
 		select {
 		case <-ctx.Done():
@@ -339,10 +388,10 @@ func (t *topics) awaitMissing(ctx context.Context, topic string) error {
 	}
 }
 
-// describe asks the cluster once whether topic exists. Unlike the client's
+// Describe asks the cluster once whether topic exists. Unlike the client's
 // metadata refresh, it does not retry for a topic the broker does not know:
 // that retry loop would stall the stream for many seconds per missing topic.
-func (t *topics) describe(topic string) (bool, error) {
+func (t *Manager) Describe(topic string) (bool, error) {
 	md, err := t.admin.DescribeTopics([]string{topic})
 	if err != nil {
 		return false, fmt.Errorf("describe topic %s: %w", topic, err)
@@ -357,7 +406,7 @@ func (t *topics) describe(topic string) (bool, error) {
 		case errors.Is(m.Err, sarama.ErrUnknownTopicOrPartition):
 			return false, nil
 		case errors.Is(m.Err, sarama.ErrInvalidTopic):
-			return false, &RejectError{Reason: fmt.Sprintf("the broker calls topic %q invalid", truncateName(topic))}
+			return false, &setaside.RejectError{Reason: fmt.Sprintf("the broker calls topic %q invalid", outbox.TruncateName(topic))}
 		default:
 			return false, fmt.Errorf("describe topic %s: %w", topic, m.Err)
 		}
@@ -365,5 +414,38 @@ func (t *topics) describe(topic string) (bool, error) {
 	return false, nil
 }
 
-// truncateName keeps reasons short when a hostile name is long.
-func truncateName(s string) string { return outbox.TruncateName(s) }
+// EnsureCompacted creates topic when missing as one compacted partition
+// (the exactly-once position topic, which keeps the latest position of
+// every slot) and waits for its leader.
+func (t *Manager) EnsureCompacted(ctx context.Context, topic string) error {
+	found, err := t.Describe(topic)
+	if err != nil || found {
+		return err
+	}
+	compact := "compact"
+	d := &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: t.cfg.ReplicationFactor,
+		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}
+	if err := t.admin.CreateTopic(topic, d, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("create position topic %s: %w", topic, err)
+	}
+	return t.AwaitLeaders(ctx, topic)
+}
+
+// Ensured reports whether Ensure already succeeded for topic in this
+// session.
+func (t *Manager) Ensured(topic string) bool { return t.ensured[topic] }
+
+// errNoCluster is what a Manager from Known answers for a topic it was not
+// given.
+var errNoCluster = errors.New("topic manager has no cluster")
+
+// Known returns a Manager without a cluster for which names are already
+// ensured: for code and tests that need a Manager but no broker. Any other
+// topic fails with an error.
+func Known(names ...string) *Manager {
+	m := &Manager{ensured: map[string]bool{}, missing: map[string]bool{}, limits: NewLimits(0, nil)}
+	for _, n := range names {
+		m.ensured[n] = true
+	}
+	return m
+}
