@@ -4,8 +4,10 @@
 // transactions whose every event the broker has acknowledged.
 //
 // Imports (floor: product, the relay): shared libraries, among them its
-// engine's own packages cdc/pgoutput, cdc/ack, cdc/position and cdc/produce;
-// never worker, api or the tools.
+// own packages cdc/pgoutput (decoder), cdc/ack (confirmable position),
+// cdc/produce (produce engine), cdc/topics, cdc/setaside (outbox_rejected),
+// cdc/outboxscan (outbox rows by SQL) and cdc/position (exactly-once
+// position); never worker, api or the tools.
 package cdc
 
 import (
