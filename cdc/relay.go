@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/cdc/pgoutput"
 	"github.com/eventforge/eventforge/internal/backoff"
 	"github.com/eventforge/eventforge/internal/outbox"
 )
@@ -36,6 +37,10 @@ type Relay struct {
 	suspects *suspectSet
 
 	catalog *outbox.Catalog // the mapping as checked at the session's start
+
+	// textTuples, once set, keeps pgoutput in text format: a needed column
+	// had a type the decoder cannot read in binary.
+	textTuples atomic.Bool
 
 	confirmed atomic.Uint64 // last flush position sent to the slot
 	pos       serverPos     // the server of confirmed
@@ -169,6 +174,10 @@ func (r *Relay) loop(ctx context.Context) error {
 			if !sleep(ctx, retry) {
 				return nil
 			}
+			continue
+		}
+		if errors.Is(err, pgoutput.ErrBinaryType) && r.textTuples.CompareAndSwap(false, true) {
+			r.log.Info("streaming in text format from now on", "reason", err)
 			continue
 		}
 		if errors.Is(err, errLimitLowered) {
@@ -322,12 +331,8 @@ func closeConn(ctx context.Context, closeFn func(context.Context) error) {
 
 func (r *Relay) startReplication(ctx context.Context, repl *pgconn.PgConn, start pglogrepl.LSN) error {
 	err := pglogrepl.StartReplication(ctx, repl, r.cfg.Slot, start, pglogrepl.StartReplicationOptions{
-		Mode: pglogrepl.LogicalReplication,
-		PluginArgs: []string{
-			"proto_version '1'",
-			"publication_names '" + r.cfg.Publication + "'",
-			"messages 'true'",
-		},
+		Mode:       pglogrepl.LogicalReplication,
+		PluginArgs: r.pluginArgs(repl.ParameterStatus("server_version")),
 	})
 	if err == nil {
 		return nil

@@ -95,6 +95,7 @@ type Decoder struct {
 	vals      [numFields]value // scratch for the row being decoded
 	extraVals []value          // scratch: the extra header columns
 	bytea     []byte           // scratch: a decoded bytea payload
+	text      []byte           // scratch: binary values turned into text
 
 	borrow  bool         // see BorrowEvents
 	scratch outbox.Event // the borrowed event
@@ -265,7 +266,7 @@ func (d *Decoder) insert(r *reader) (Item, error) {
 	}
 	d.vals = [numFields]value{}
 	clear(d.extraVals)
-	if err := decodeTuple(r, rel, &d.vals, d.extraVals); err != nil {
+	if err := decodeTuple(r, rel, &d.vals, d.extraVals, &d.text); err != nil {
 		return Item{}, err
 	}
 	e, err := d.event(rel, &d.vals)

@@ -16,7 +16,8 @@ var (
 	// one that cannot be an event. Errors carry a *RowError.
 	ErrBadRow = errors.New("bad outbox row")
 	// ErrUnsupported: a message the decoder does not handle (streamed or
-	// two-phase transactions, binary tuple data, unknown message types).
+	// two-phase transactions, unknown message types, a binary value of a type
+	// without a binary decoding: ErrBinaryType).
 	ErrUnsupported = errors.New("unsupported pgoutput message")
 	// ErrMalformed: a message that is truncated, has trailing bytes, or arrives
 	// out of protocol order (Begin inside a transaction, Commit without Begin).

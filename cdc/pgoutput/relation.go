@@ -72,7 +72,9 @@ type relation struct {
 	// fields[i] is the role of column i; only kept for the target.
 	fields []field
 	// extras[i] is the extra header index of column i, or -1.
-	extras      []int
+	extras []int
+	// oids[i] is the type OID of column i: how a binary value is read.
+	oids        []uint32
 	payloadKind outbox.PayloadKind
 	jsonChecked bool // the payload column is json or jsonb: the server validated it
 }
@@ -89,6 +91,7 @@ func (d *Decoder) decodeRelation(r *reader) error {
 	if target {
 		rel.fields = make([]field, 0, ncols)
 		rel.extras = make([]int, 0, ncols)
+		rel.oids = make([]uint32, 0, ncols)
 	}
 	for i := 0; i < ncols && !r.short; i++ {
 		r.u8() // flags: part of the key
@@ -99,6 +102,7 @@ func (d *Decoder) decodeRelation(r *reader) error {
 			f := d.fieldOf(col)
 			rel.fields = append(rel.fields, f)
 			rel.extras = append(rel.extras, d.extraOf(col))
+			rel.oids = append(rel.oids, oid)
 			if f == fieldPayload {
 				rel.payloadKind = payloadKind(oid)
 				rel.jsonChecked = oid == oidJSON || oid == oidJSONB

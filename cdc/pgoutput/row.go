@@ -26,8 +26,10 @@ type value struct {
 	data []byte
 }
 
-// decodeTuple reads TupleData and keeps the columns the outbox needs.
-func decodeTuple(r *reader, rel *relation, vals *[numFields]value, extras []value) error {
+// decodeTuple reads TupleData and keeps the columns the outbox needs; a
+// binary one is turned into text (see fromBinary), with buf as scratch.
+func decodeTuple(r *reader, rel *relation, vals *[numFields]value, extras []value, buf *[]byte) error {
+	*buf = (*buf)[:0]
 	n := int(r.u16())
 	if !r.short && n != rel.ncols {
 		return &RowError{Relation: rel.name, Column: "*",
@@ -44,10 +46,20 @@ func decodeTuple(r *reader, rel *relation, vals *[numFields]value, extras []valu
 				return malformed("column %d has tuple kind %q", i, v.kind)
 			}
 		}
-		if f := rel.fields[i]; f != fieldNone {
+		f, x := rel.fields[i], rel.extras[i]
+		if f == fieldNone && x < 0 {
+			continue
+		}
+		if v.kind == tupleBinary && !r.short {
+			var err error
+			if v, err = fromBinary(v, rel.oids[i], f, buf); err != nil {
+				return err
+			}
+		}
+		if f != fieldNone {
 			vals[f] = v
 		}
-		if x := rel.extras[i]; x >= 0 {
+		if x >= 0 {
 			extras[x] = v
 		}
 	}
@@ -61,7 +73,7 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 	if err := d.checkRequired(rel, vals); err != nil {
 		return nil, err
 	}
-	id, err := uuid.ParseBytes(vals[fieldEventID].data)
+	id, err := eventID(vals[fieldEventID])
 	if err != nil {
 		return nil, &RowError{Relation: rel.name, Column: d.cols[fieldEventID],
 			AggregateType: string(vals[fieldAggregateType].data),
@@ -101,14 +113,22 @@ func (d *Decoder) event(rel *relation, vals *[numFields]value) (*outbox.Event, e
 	return e, nil
 }
 
+// eventID reads the event id: text, or a uuid's 16 bytes.
+func eventID(v value) (uuid.UUID, error) {
+	if v.kind == kindUUIDBytes {
+		return uuid.FromBytes(v.data)
+	}
+	return uuid.ParseBytes(v.data)
+}
+
 // payload is the payload column's bytes: bytea arrives in text format, as
 // \x and hex digits (bytea_output = 'hex', the default) or in the escape
 // format, and is decoded into a scratch buffer, which a borrowed event
 // aliases; other types as received. NULL (allowed only under the tombstone
 // policy) is nil.
 func (d *Decoder) payload(v value, kind outbox.PayloadKind) ([]byte, error) {
-	if v.kind == tupleNull || kind != outbox.PayloadBinary {
-		return v.data, nil
+	if v.kind == tupleNull || v.kind == kindRawBytes || kind != outbox.PayloadBinary {
+		return v.data, nil // a binary bytea arrives as its bytes
 	}
 	if len(v.data) < 2 || v.data[0] != '\\' || v.data[1] != 'x' {
 		return d.unescapeBytea(v.data)
@@ -174,10 +194,10 @@ func (d *Decoder) extraHeaders(headers map[string]string) map[string]string {
 // tombstone policy.
 func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 	var id uuid.UUID
-	if v := vals[fieldEventID]; v.kind == tupleText {
+	if v := vals[fieldEventID]; v.kind == tupleText || v.kind == kindUUIDBytes {
 		// For the error only. On failure ParseBytes returns a partly
 		// filled UUID, which would name an event that does not exist.
-		if parsed, err := uuid.ParseBytes(v.data); err == nil {
+		if parsed, err := eventID(v); err == nil {
 			id = parsed
 		}
 	}
@@ -187,7 +207,7 @@ func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
 		}
 		reason := ""
 		switch vals[f].kind {
-		case tupleText:
+		case tupleText, kindUUIDBytes, kindRawBytes:
 			continue
 		case 0:
 			if d.optional(f) {

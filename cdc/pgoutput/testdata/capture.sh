@@ -72,6 +72,28 @@ capture big "INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_t
 # Proto 2 with streaming: a transaction larger than logical_decoding_work_mem.
 capture streamed "INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
     SELECT gen_random_uuid(), 'orders', 'o-' || i, 'order.created', '{}' FROM generate_series(1, 2000) i" 2 ", 'streaming', 'on'"
+# The same transaction twice: in text (peeked) and with binary = true.
+psql >/dev/null <<'SQL'
+CREATE TABLE alt.binout (id uuid PRIMARY KEY, aggregatetype varchar(255) NOT NULL, aggregateid uuid NOT NULL,
+  type char(12) NOT NULL, payload bytea, extra_name name, stamp timestamptz DEFAULT now(), n int8 DEFAULT 7);
+BEGIN;
+INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers)
+  VALUES ('6f1c2a4e-8d7b-4c3a-9e5f-0a1b2c3d4e5f', 'orders', 'o-1', 'order.created',
+          '{"id": "o-1", "amount": 1250.50, "tags": ["a", "b"], "nested": {"z": null}}', '{"trace": "t-1", "n": 7, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}');
+INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
+  VALUES ('00000000-0000-4000-8000-000000000002', 'customers', 'c-ü', 'customer.seen', '[1, 2, "ü"]');
+INSERT INTO alt.binout (id, aggregatetype, aggregateid, type, payload, extra_name)
+  VALUES ('11111111-2222-4333-8444-555555555555', 'orders', 'abcdef01-2345-4678-89ab-cdef01234567', 'created', '\x00ff10'::bytea, 'nm');
+INSERT INTO alt.binout (id, aggregatetype, aggregateid, type, payload, extra_name)
+  VALUES ('11111111-2222-4333-8444-555555555556', 'orders', 'abcdef01-2345-4678-89ab-cdef01234567', 'paid', NULL, NULL);
+COMMIT;
+SQL
+for fmt in text binary; do
+  fn=peek extra=""
+  [ "$fmt" = binary ] && fn=get extra=", 'binary', 'true'"
+  psql -At -F ' ' -c "SELECT lsn, xid, encode(data, 'hex') FROM pg_logical_slot_${fn}_binary_changes('cap', NULL, NULL,
+     'proto_version', '1', 'publication_names', 'cap_all', 'messages', 'true' $extra)" > "pair_$fmt.hex"
+done
 # Keep the stream's first messages and its end: Stream Start, Relation, one
 # Insert, ..., Stream Stop, Stream Commit.
 { head -n 3 streamed.hex; tail -n 2 streamed.hex; } > streamed.tmp && mv streamed.tmp streamed.hex
