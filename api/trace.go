@@ -32,13 +32,10 @@ func traceHeaders(h http.Header) map[string]string {
 // 2-32-16-2 digits, version not ff, ids not all zero. Later versions may
 // append fields after another dash.
 func validTraceparent(s string) bool {
-	if len(s) < 55 || len(s) > 256 || (len(s) > 55 && s[55] != '-') || !printableASCII(s) {
+	if !traceparentFraming(s) {
 		return false
 	}
 	version, traceID, parentID, flags := s[0:2], s[3:35], s[36:52], s[53:55]
-	if s[2] != '-' || s[35] != '-' || s[52] != '-' {
-		return false
-	}
 	if !lowerHex(version) || !lowerHex(traceID) || !lowerHex(parentID) || !lowerHex(flags) {
 		return false
 	}
@@ -46,6 +43,16 @@ func validTraceparent(s string) bool {
 		return false
 	}
 	return strings.Trim(traceID, "0") != "" && strings.Trim(parentID, "0") != ""
+}
+
+// traceparentFraming checks the length, the dashes between the four fields
+// (and before any field a later version appends) and that every byte is
+// printable ASCII.
+func traceparentFraming(s string) bool {
+	if len(s) < 55 || len(s) > 256 || (len(s) > 55 && s[55] != '-') || !printableASCII(s) {
+		return false
+	}
+	return s[2] == '-' && s[35] == '-' && s[52] == '-'
 }
 
 func lowerHex(s string) bool {

@@ -94,6 +94,9 @@ type slotEntry struct {
 	RelayState *slots.RelayRecord `json:"relay_state,omitempty"`
 }
 
+// readSlotReport reads the database's logical slots (or the one named),
+// each beside its relay_state row, and the relay_state rows whose slot is
+// gone.
 func readSlotReport(ctx context.Context, conn *pgx.Conn, name string) (slotReport, error) {
 	rep := slotReport{Slots: []slotEntry{}, Missing: []slots.RelayRecord{}}
 	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&rep.Database); err != nil {
@@ -103,22 +106,7 @@ func readSlotReport(ctx context.Context, conn *pgx.Conn, name string) (slotRepor
 	if err != nil {
 		return rep, err
 	}
-	var list []slots.Slot
-	if name == "" {
-		list, err = slots.List(ctx, conn)
-	} else {
-		var s slots.Slot
-		s, err = slots.Status(ctx, conn, name)
-		list = []slots.Slot{s}
-	}
-	if errors.Is(err, slots.ErrSlotNotFound) {
-		for _, r := range recs {
-			if r.Slot == name {
-				return rep, fmt.Errorf("%w; relay_state says the relay confirmed %s on it at %s: events after that were never published; see docs/runbook.md (lost or missing slot)",
-					err, r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
-			}
-		}
-	}
+	list, err := readSlots(ctx, conn, name, recs)
 	if err != nil {
 		return rep, err
 	}
@@ -133,16 +121,46 @@ func readSlotReport(ctx context.Context, conn *pgx.Conn, name string) (slotRepor
 		seen[s.Name] = true
 		rep.Slots = append(rep.Slots, e)
 	}
+	rep.Missing = append(rep.Missing, missingSlots(ctx, conn, name, recs, seen)...)
+	return rep, nil
+}
+
+// readSlots lists the database's logical slots, or reads the one named; a
+// named slot that is gone while relay_state has a row for it is explained
+// with what the relay last confirmed on it.
+func readSlots(ctx context.Context, conn *pgx.Conn, name string, recs []slots.RelayRecord) ([]slots.Slot, error) {
+	if name == "" {
+		return slots.List(ctx, conn)
+	}
+	s, err := slots.Status(ctx, conn, name)
+	if errors.Is(err, slots.ErrSlotNotFound) {
+		for _, r := range recs {
+			if r.Slot == name {
+				return nil, fmt.Errorf("%w; relay_state says the relay confirmed %s on it at %s: events after that were never published; see docs/runbook.md (lost or missing slot)",
+					err, r.ConfirmedLSN, r.UpdatedAt.UTC().Format(time.RFC3339))
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []slots.Slot{s}, nil
+}
+
+// missingSlots are the relay_state rows (of the slot named, or all) whose
+// slot was not listed and does not exist.
+func missingSlots(ctx context.Context, conn *pgx.Conn, name string, recs []slots.RelayRecord, seen map[string]bool) []slots.RelayRecord {
+	var missing []slots.RelayRecord
 	for _, r := range recs {
 		if !seen[r.Slot] && (name == "" || name == r.Slot) {
 			// A relay_state row may name a slot of another database only
 			// if someone moved it; List shows this database's slots.
 			if _, err := slots.Status(ctx, conn, r.Slot); errors.Is(err, slots.ErrSlotNotFound) {
-				rep.Missing = append(rep.Missing, r)
+				missing = append(missing, r)
 			}
 		}
 	}
-	return rep, nil
+	return missing
 }
 
 func writeSlotTable(w io.Writer, rep slotReport) error {

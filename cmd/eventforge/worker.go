@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
@@ -129,6 +130,14 @@ func runWorker(ctx context.Context, cmd *cobra.Command, f *workerRunFlags) error
 			return err
 		}
 	}
+	return serveWorker(ctx, f, cfg, spec, reg)
+}
+
+// serveWorker opens the pool, serves /healthz, /readyz and /metrics from the
+// start, and runs the worker until ctx ends or it fails; the error is
+// explained in terms of the privileges and the broker where it can be.
+func serveWorker(ctx context.Context, f *workerRunFlags, cfg worker.Config, spec *sqlhandler.Spec, reg *prometheus.Registry) error {
+	log := cfg.Logger
 	poolCfg, err := pgxpool.ParseConfig(f.pg.url)
 	if err != nil {
 		return fmt.Errorf("invalid PostgreSQL URL %s", f.pg.redacted())

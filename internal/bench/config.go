@@ -130,6 +130,15 @@ func ParseModes(s string) ([]string, error) {
 // Validate reports every problem of a configuration that cannot run
 // (errors.Join) and fills the defaults of the fields left empty.
 func (c *Config) Validate() error {
+	if errs := c.problems(); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	c.setDefaults()
+	return nil
+}
+
+// problems lists every reason the configuration cannot run.
+func (c *Config) problems() []error {
 	var errs []error
 	add := func(bad bool, msg string) {
 		if bad {
@@ -151,9 +160,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	return errs
+}
+
+// setDefaults fills the defaults of the fields left empty.
+func (c *Config) setDefaults() {
 	if len(c.Modes) == 0 {
 		c.Modes = []string{DeliveryAtLeastOnce}
 	}
@@ -169,7 +180,6 @@ func (c *Config) Validate() error {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	return nil
 }
 
 // findRecvLogical returns pg_recvlogical: the configured one, the one next to

@@ -244,75 +244,110 @@ func bytesText(v *int64) string {
 // rows are missing (stage not run, or failed) is "n/a", never a PASS. A
 // repeated drain is judged on its summary row: the medians of its runs.
 func Evaluate(rows []Row) []Target {
-	var out []Target
-	findMode := func(mode, stage, shapePrefix string) *Row {
-		for i := range rows {
-			if rows[i].Runs > 1 && rows[i].Summary == nil {
-				continue // one run of several: the summary row speaks for them
-			}
-			if rows[i].Mode == mode && rows[i].ValueSchema == "" && rows[i].Stage == stage && strings.HasPrefix(rows[i].Shape, shapePrefix) && rows[i].Error == "" {
-				return &rows[i]
-			}
+	e := &evaluation{rows: rows}
+	e.drainTargets()
+	e.steadyTarget()
+	e.workerTarget()
+	e.exactlyOnceAndAvroTargets()
+	return e.out
+}
+
+// evaluation collects the targets judged on one set of rows.
+type evaluation struct {
+	rows []Row
+	out  []Target
+}
+
+// findMode is the first successful JSON row of the delivery mode, stage
+// and shape (by prefix); of repeated runs, only their summary row counts.
+func (e *evaluation) findMode(mode, stage, shapePrefix string) *Row {
+	for i := range e.rows {
+		r := &e.rows[i]
+		if r.Runs > 1 && r.Summary == nil {
+			continue // one run of several: the summary row speaks for them
 		}
-		return nil
-	}
-	find := func(stage, shapePrefix string) *Row { return findMode("", stage, shapePrefix) }
-	check := func(name, want string, v *float64, format string, ok func(float64) bool) {
-		t := Target{Name: name, Want: want, Measured: "-", Status: "n/a"}
-		if v != nil {
-			t.Measured = fmt.Sprintf(format, *v)
-			t.Status = "MISS"
-			if ok(*v) {
-				t.Status = "PASS"
-			}
+		if r.Mode == mode && r.ValueSchema == "" && r.Stage == stage && strings.HasPrefix(r.Shape, shapePrefix) && r.Error == "" {
+			return r
 		}
-		out = append(out, t)
 	}
+	return nil
+}
+
+// find is findMode for at-least-once rows.
+func (e *evaluation) find(stage, shapePrefix string) *Row { return e.findMode("", stage, shapePrefix) }
+
+// check adds a target: n/a without a measurement, else PASS or MISS by ok.
+func (e *evaluation) check(name, want string, v *float64, format string, ok func(float64) bool) {
+	t := Target{Name: name, Want: want, Measured: "-", Status: "n/a"}
+	if v != nil {
+		t.Measured = fmt.Sprintf(format, *v)
+		t.Status = "MISS"
+		if ok(*v) {
+			t.Status = "PASS"
+		}
+	}
+	e.out = append(e.out, t)
+}
+
+// drainTargets judges each drain shape against pg_recvlogical, and its
+// CPU and memory.
+func (e *evaluation) drainTargets() {
 	for _, shape := range []string{ShapeBulk, ShapeSingle} {
-		r := find(StageDrain, shape)
+		r := e.find(StageDrain, shape)
 		var ratio, cpu, rss *float64
 		if r != nil {
 			ratio, cpu, rss = r.Ratio, r.CPUPerM, r.PeakRSSMB
 		}
-		check("drain "+shape+": relay / pg_recvlogical", "≥ 0.80", ratio, "%.2f", func(v float64) bool { return v >= 0.8 })
-		check("drain "+shape+": relay CPU per million events", "≤ 5 s", cpu, "%.1f s", func(v float64) bool { return v <= 5 })
-		check("drain "+shape+": relay peak RSS", "≤ 100 MB", rss, "%.0f MB", func(v float64) bool { return v <= 100 })
+		e.check("drain "+shape+": relay / pg_recvlogical", "≥ 0.80", ratio, "%.2f", func(v float64) bool { return v >= 0.8 })
+		e.check("drain "+shape+": relay CPU per million events", "≤ 5 s", cpu, "%.1f s", func(v float64) bool { return v <= 5 })
+		e.check("drain "+shape+": relay peak RSS", "≤ 100 MB", rss, "%.0f MB", func(v float64) bool { return v <= 100 })
 	}
+}
+
+// steadyTarget judges the commit-to-ack p99 at 5,000 events/s.
+func (e *evaluation) steadyTarget() {
 	const steadyName, steadyWant = "steady 5,000 events/s: commit-to-ack p99", "≤ 10 ms"
-	single, multi := find(StageSteady, "5000/s single"), find(StageSteady, "5000/s in ")
+	single, multi := e.find(StageSteady, "5000/s single"), e.find(StageSteady, "5000/s in ")
 	switch r := single; {
 	case r != nil && !r.WriterShort:
-		check(steadyName, steadyWant, r.P99Ms, "%.2f ms", func(v float64) bool { return v <= 10 })
+		e.check(steadyName, steadyWant, r.P99Ms, "%.2f ms", func(v float64) bool { return v <= 10 })
 	case multi != nil && !multi.WriterShort:
 		// Single-row transactions could not reach the rate here (they are
 		// bounded by PostgreSQL's commit rate): judge it on the same event
 		// rate in fewer, larger transactions, and say so.
-		check(steadyName, steadyWant, multi.P99Ms, "%.2f ms ("+multi.Shape+")", func(v float64) bool { return v <= 10 })
+		e.check(steadyName, steadyWant, multi.P99Ms, "%.2f ms ("+multi.Shape+")", func(v float64) bool { return v <= 10 })
 	case r != nil && r.WriterShort && r.P99Ms != nil:
 		// Not measured at the target rate: neither a pass nor a miss.
-		out = append(out, Target{Name: steadyName, Want: steadyWant, Status: "n/a",
+		e.out = append(e.out, Target{Name: steadyName, Want: steadyWant, Status: "n/a",
 			Measured: fmt.Sprintf("%.2f ms, but the writer reached only %.0f events/s", *r.P99Ms, r.EventsPerSec)})
 	default:
-		check(steadyName, steadyWant, nil, "", nil)
+		e.check(steadyName, steadyWant, nil, "", nil)
 	}
+}
+
+// workerTarget judges the worker's batch-mode apply rate.
+func (e *evaluation) workerTarget() {
 	var rate *float64
-	if r := find(StageWorker, ModeBatch); r != nil {
+	if r := e.find(StageWorker, ModeBatch); r != nil {
 		rate = &r.EventsPerSec
 	}
-	check("worker batch mode: apply rate", "≥ 30,000 events/s", rate, "%.0f events/s", func(v float64) bool { return v >= 30000 })
-	// Exactly-once against at-least-once, when both ran.
+	e.check("worker batch mode: apply rate", "≥ 30,000 events/s", rate, "%.0f events/s", func(v float64) bool { return v >= 30000 })
+}
+
+// exactlyOnceAndAvroTargets judges exactly-once against at-least-once and
+// Avro values against JSON ones, when both sides ran.
+func (e *evaluation) exactlyOnceAndAvroTargets() {
 	var drainRatio, p99Ratio *float64
-	if a, e := find(StageDrain, ShapeBulk), findMode(DeliveryExactlyOnce, StageDrain, ShapeBulk); a != nil && e != nil && a.EventsPerSec > 0 {
-		drainRatio = f64(e.EventsPerSec / a.EventsPerSec)
+	if a, x := e.find(StageDrain, ShapeBulk), e.findMode(DeliveryExactlyOnce, StageDrain, ShapeBulk); a != nil && x != nil && a.EventsPerSec > 0 {
+		drainRatio = f64(x.EventsPerSec / a.EventsPerSec)
 	}
-	if a, e := find(StageSteady, "1000/s single"), findMode(DeliveryExactlyOnce, StageSteady, "1000/s single"); a != nil && e != nil &&
-		a.P99Ms != nil && e.P99Ms != nil && *a.P99Ms > 0 {
-		p99Ratio = f64(*e.P99Ms / *a.P99Ms)
+	if a, x := e.find(StageSteady, "1000/s single"), e.findMode(DeliveryExactlyOnce, StageSteady, "1000/s single"); a != nil && x != nil &&
+		a.P99Ms != nil && x.P99Ms != nil && *a.P99Ms > 0 {
+		p99Ratio = f64(*x.P99Ms / *a.P99Ms)
 	}
-	check("exactly-once drain "+ShapeBulk+": / at-least-once", "≥ 0.70", drainRatio, "%.2f", func(v float64) bool { return v >= 0.7 })
-	check("avro drain "+ShapeBulk+": / JSON drain", "≥ 0.80", avroRatio(rows), "%.2f", func(v float64) bool { return v >= 0.8 })
-	check("exactly-once steady 1,000 events/s: p99 / at-least-once p99", "≤ 2.0", p99Ratio, "%.2f", func(v float64) bool { return v <= 2 })
-	return out
+	e.check("exactly-once drain "+ShapeBulk+": / at-least-once", "≥ 0.70", drainRatio, "%.2f", func(v float64) bool { return v >= 0.7 })
+	e.check("avro drain "+ShapeBulk+": / JSON drain", "≥ 0.80", avroRatio(e.rows), "%.2f", func(v float64) bool { return v >= 0.8 })
+	e.check("exactly-once steady 1,000 events/s: p99 / at-least-once p99", "≤ 2.0", p99Ratio, "%.2f", func(v float64) bool { return v <= 2 })
 }
 
 // avroRatio is the Avro values' bulk drain rate over the JSON values' on

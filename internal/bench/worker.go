@@ -32,29 +32,16 @@ func (r *runner) worker(ctx context.Context) []Row {
 // then runs `eventforge worker run` with a fresh group and times it from
 // joining the group until every event is applied.
 func (r *runner) workerMode(ctx context.Context, mode string, n, batchSize int, row *Row) error {
-	log := r.cfg.Log.With("stage", StageWorker, "mode", mode)
 	db, err := newDatabase(ctx, r.cfg.PGURL)
 	if err != nil {
 		return err
 	}
 	defer db.drop()
 	tag := uniqueName("w")
-	if _, err := db.pool.Exec(ctx, `INSERT INTO orders (id, status, customer, amount, currency)
-		SELECT 'o-' || $2::text || '-' || g, 'created', 'c' || (g % 97), g % 10000 + 1, 'EUR'
-		FROM generate_series(1, $1::bigint) AS g`, n, tag); err != nil {
-		return fmt.Errorf("insert orders: %w", err)
-	}
-	topic := tag + ".orders"
-	if err := r.broker.createTopic(ctx, topic); err != nil {
+	topic, err := r.fillWorkerInput(ctx, db, mode, tag, n, row)
+	if err != nil {
 		return err
 	}
-	log.Info("pre-filling topic", "topic", topic, "events", n)
-	filled := time.Now()
-	if err := r.broker.prefill(ctx, topic, tag, n); err != nil {
-		return err
-	}
-	row.Note = fmt.Sprintf("topic filled in %.1f s", time.Since(filled).Seconds())
-
 	args := []string{"worker", "run", "--pg-url", db.url, "--kafka-brokers", strings.Join(r.cfg.Brokers, ","),
 		"--group", tag, "--topics", topic, "--handlers", r.handlersPath}
 	if batchSize > 0 { // 0: the worker's default batch size
@@ -71,22 +58,7 @@ func (r *runner) workerMode(ctx context.Context, mode string, n, batchSize int, 
 	}
 	ready := time.Now()
 	profile := r.profiling(ctx, p, profAddr, "worker-"+mode)
-	var applied float64
-	err = poll(ctx, applyTimeout, 100*time.Millisecond, fmt.Sprintf("%d events applied", n), func() (bool, error) {
-		if err := p.exitedErr(); err != nil {
-			return false, err
-		}
-		b, err := p.metrics(ctx)
-		if err != nil {
-			return false, nil
-		}
-		if dlq, _ := SumCounter(bytes.NewReader(b), "eventforge_worker_events_total", map[string]string{"result": "dlq"}); dlq > 0 {
-			return false, fmt.Errorf("%.0f events dead-lettered (see %s)", dlq, p.logPath)
-		}
-		applied, err = SumCounter(bytes.NewReader(b), "eventforge_worker_events_total", map[string]string{"result": "applied"})
-		return applied >= float64(n), err
-	})
-	if err != nil {
+	if err := waitApplied(ctx, p, n); err != nil {
 		return err
 	}
 	secs := time.Since(ready).Seconds()
@@ -104,6 +76,52 @@ func (r *runner) workerMode(ctx context.Context, mode string, n, batchSize int, 
 	if err := p.stop(time.Minute); err != nil {
 		return fmt.Errorf("stop worker: %w", err)
 	}
+	return checkApplied(ctx, db, tag, n, row)
+}
+
+// fillWorkerInput inserts n orders into the fresh database and pre-fills a
+// fresh topic with one event for each; it returns the topic.
+func (r *runner) fillWorkerInput(ctx context.Context, db *database, mode, tag string, n int, row *Row) (string, error) {
+	if _, err := db.pool.Exec(ctx, `INSERT INTO orders (id, status, customer, amount, currency)
+		SELECT 'o-' || $2::text || '-' || g, 'created', 'c' || (g % 97), g % 10000 + 1, 'EUR'
+		FROM generate_series(1, $1::bigint) AS g`, n, tag); err != nil {
+		return "", fmt.Errorf("insert orders: %w", err)
+	}
+	topic := tag + ".orders"
+	if err := r.broker.createTopic(ctx, topic); err != nil {
+		return "", err
+	}
+	r.cfg.Log.Info("pre-filling topic", "stage", StageWorker, "mode", mode, "topic", topic, "events", n)
+	filled := time.Now()
+	if err := r.broker.prefill(ctx, topic, tag, n); err != nil {
+		return "", err
+	}
+	row.Note = fmt.Sprintf("topic filled in %.1f s", time.Since(filled).Seconds())
+	return topic, nil
+}
+
+// waitApplied polls the worker's metrics until n events are applied; an
+// event dead-lettered or the worker exiting ends the wait with an error.
+func waitApplied(ctx context.Context, p *proc, n int) error {
+	return poll(ctx, applyTimeout, 100*time.Millisecond, fmt.Sprintf("%d events applied", n), func() (bool, error) {
+		if err := p.exitedErr(); err != nil {
+			return false, err
+		}
+		b, err := p.metrics(ctx)
+		if err != nil {
+			return false, nil
+		}
+		if dlq, _ := SumCounter(bytes.NewReader(b), "eventforge_worker_events_total", map[string]string{"result": "dlq"}); dlq > 0 {
+			return false, fmt.Errorf("%.0f events dead-lettered (see %s)", dlq, p.logPath)
+		}
+		applied, err := SumCounter(bytes.NewReader(b), "eventforge_worker_events_total", map[string]string{"result": "applied"})
+		return applied >= float64(n), err
+	})
+}
+
+// checkApplied counts the inbox rows of the group and the processed
+// orders: both must be n.
+func checkApplied(ctx context.Context, db *database, tag string, n int, row *Row) error {
 	var inbox, processed int64
 	if err := db.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM processed_events WHERE consumer = $1),
 		(SELECT count(*) FROM orders WHERE status = 'processed')`, tag).Scan(&inbox, &processed); err != nil {

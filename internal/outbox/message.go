@@ -333,55 +333,17 @@ var ErrMalformed = errors.New("malformed event")
 // unless a content-type header names another media type.
 func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 	e := &Event{AggregateID: string(key), Payload: value}
-	var idText []byte
-	var haveID, haveType bool
-	contentType := ""
-	for _, h := range headers {
-		if h == nil {
-			continue
-		}
-		// Switching on string(h.Key) compares without allocating.
-		switch string(h.Key) {
-		case HeaderEventID:
-			idText, haveID = h.Value, true
-		case HeaderEventType:
-			e.EventType, haveType = string(h.Value), true
-		case HeaderAggregateType:
-			e.AggregateType = string(h.Value)
-		default:
-			if string(h.Key) == HeaderContentType {
-				contentType = string(h.Value)
-			}
-			if e.Headers == nil {
-				e.Headers = make(map[string]string)
-			}
-			e.Headers[string(h.Key)] = string(h.Value)
-		}
-	}
-	if !haveType {
-		if t, ok := e.Headers[HeaderCEType]; ok {
-			e.EventType = t
-			delete(e.Headers, HeaderCEType)
-		}
-	}
-	if !haveID {
-		for _, alt := range []string{HeaderCEID, HeaderDebeziumID} {
-			if v, ok := e.Headers[alt]; ok {
-				idText, haveID = []byte(v), true
-				delete(e.Headers, alt)
-				break
-			}
-		}
-	}
-	if !haveID {
+	h := e.readHeaders(headers)
+	h.adoptAlternates(e)
+	if !h.haveID {
 		return nil, fmt.Errorf("%w: no %s header (nor %s or %s)", ErrMalformed, HeaderEventID, HeaderCEID, HeaderDebeziumID)
 	}
-	id, err := uuid.ParseBytes(idText)
+	id, err := uuid.ParseBytes(h.idText)
 	if err != nil {
-		return nil, fmt.Errorf("%w: event id header %q is not a UUID", ErrMalformed, idText)
+		return nil, fmt.Errorf("%w: event id header %q is not a UUID", ErrMalformed, h.idText)
 	}
 	e.ID = id
-	if isJSONType(contentType) {
+	if isJSONType(h.contentType) {
 		if !json.Valid(value) {
 			return nil, fmt.Errorf("%w: payload is not JSON", ErrMalformed)
 		}
@@ -389,6 +351,66 @@ func Parse(key, value []byte, headers []*sarama.RecordHeader) (*Event, error) {
 		e.PayloadKind = PayloadBinary
 	}
 	return e, nil
+}
+
+// parsedHeaders is what Parse found in a record's headers besides the
+// event's own fields.
+type parsedHeaders struct {
+	idText           []byte
+	haveID, haveType bool
+	contentType      string
+}
+
+// readHeaders sets e's type and aggregate type from the contract's headers
+// and keeps every other header in e.Headers; the event id is returned raw.
+// A later header of the same key wins.
+func (e *Event) readHeaders(headers []*sarama.RecordHeader) parsedHeaders {
+	var p parsedHeaders
+	for _, h := range headers {
+		if h == nil {
+			continue
+		}
+		// Switching on string(h.Key) compares without allocating.
+		switch string(h.Key) {
+		case HeaderEventID:
+			p.idText, p.haveID = h.Value, true
+		case HeaderEventType:
+			e.EventType, p.haveType = string(h.Value), true
+		case HeaderAggregateType:
+			e.AggregateType = string(h.Value)
+		default:
+			if string(h.Key) == HeaderContentType {
+				p.contentType = string(h.Value)
+			}
+			if e.Headers == nil {
+				e.Headers = make(map[string]string)
+			}
+			e.Headers[string(h.Key)] = string(h.Value)
+		}
+	}
+	return p
+}
+
+// adoptAlternates takes the type from ce_type and the id from ce_id or
+// Debezium's id when the contract's headers are missing, and removes the
+// header taken from e.Headers.
+func (p *parsedHeaders) adoptAlternates(e *Event) {
+	if !p.haveType {
+		if t, ok := e.Headers[HeaderCEType]; ok {
+			e.EventType = t
+			delete(e.Headers, HeaderCEType)
+		}
+	}
+	if p.haveID {
+		return
+	}
+	for _, alt := range []string{HeaderCEID, HeaderDebeziumID} {
+		if v, ok := e.Headers[alt]; ok {
+			p.idText, p.haveID = []byte(v), true
+			delete(e.Headers, alt)
+			return
+		}
+	}
 }
 
 // EventIDHeader is the event id header of a consumed record as Parse reads

@@ -128,25 +128,9 @@ func (st *jsonState) value(dst []byte, s avro.Schema, v span, depth int) ([]byte
 	case *avro.MapSchema:
 		return st.mapValue(dst, s, v, depth)
 	case *avro.EnumSchema:
-		str, ok, err := stringOf(raw)
-		if err != nil || !ok {
-			return dst, orMismatch(err, "expected a symbol of enum %s, got %s", s.FullName(), rawKind(raw))
-		}
-		for i, sym := range s.Symbols() {
-			if sym == string(str) {
-				return appendVarint(dst, int64(i)), nil
-			}
-		}
-		return dst, mismatchf("%q is not a symbol of enum %s", str, s.FullName())
+		return enumValue(dst, s, raw)
 	case *avro.FixedSchema:
-		b, err := rawCodePoints(raw)
-		if err != nil {
-			return dst, err
-		}
-		if len(b) != s.Size() {
-			return dst, mismatchf("fixed %s takes %d bytes, got %d", s.FullName(), s.Size(), len(b))
-		}
-		return append(dst, b...), nil
+		return fixedValue(dst, s, raw)
 	case *avro.PrimitiveSchema, *avro.NullSchema:
 		return primitive(dst, s.Type(), raw)
 	}
@@ -160,6 +144,34 @@ func orMismatch(err error, format string, a ...any) error {
 	return mismatchf(format, a...)
 }
 
+// enumValue writes a JSON string as the index of its symbol in the enum.
+func enumValue(dst []byte, s *avro.EnumSchema, raw []byte) ([]byte, error) {
+	str, ok, err := stringOf(raw)
+	if err != nil || !ok {
+		return dst, orMismatch(err, "expected a symbol of enum %s, got %s", s.FullName(), rawKind(raw))
+	}
+	for i, sym := range s.Symbols() {
+		if sym == string(str) {
+			return appendVarint(dst, int64(i)), nil
+		}
+	}
+	return dst, mismatchf("%q is not a symbol of enum %s", str, s.FullName())
+}
+
+// fixedValue writes a JSON string of code points 0-255 as a fixed of
+// exactly its size.
+func fixedValue(dst []byte, s *avro.FixedSchema, raw []byte) ([]byte, error) {
+	b, err := rawCodePoints(raw)
+	if err != nil {
+		return dst, err
+	}
+	if len(b) != s.Size() {
+		return dst, mismatchf("fixed %s takes %d bytes, got %d", s.FullName(), s.Size(), len(b))
+	}
+	return append(dst, b...), nil
+}
+
+// primitive writes a JSON value as the Avro primitive type t.
 func primitive(dst []byte, t avro.Type, raw []byte) ([]byte, error) {
 	switch t {
 	case avro.Null:
@@ -168,37 +180,11 @@ func primitive(dst []byte, t avro.Type, raw []byte) ([]byte, error) {
 		}
 		return dst, nil
 	case avro.Boolean:
-		switch string(raw) {
-		case "true":
-			return append(dst, 1), nil
-		case "false":
-			return append(dst, 0), nil
-		}
-		return dst, mismatchf("expected boolean, got %s", rawKind(raw))
+		return booleanValue(dst, raw)
 	case avro.Int, avro.Long:
-		if !isNumber(raw) {
-			return dst, mismatchf("expected %s, got %s", t, rawKind(raw))
-		}
-		i, ok := parseInt(raw)
-		if !ok {
-			return dst, mismatchf("%s is not a %s (an integer in its range)", raw, t)
-		}
-		if t == avro.Int && (i < math.MinInt32 || i > math.MaxInt32) {
-			return dst, mismatchf("%s is out of the range of int", raw)
-		}
-		return appendVarint(dst, i), nil
+		return integerValue(dst, t, raw)
 	case avro.Float, avro.Double:
-		if !isNumber(raw) {
-			return dst, mismatchf("expected %s, got %s", t, rawKind(raw))
-		}
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil {
-			return dst, mismatchf("%s out of the range of %s", raw, t)
-		}
-		if t == avro.Float {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
-		}
-		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+		return floatValue(dst, t, raw)
 	case avro.String:
 		str, ok, err := stringOf(raw)
 		if err != nil || !ok {
@@ -215,6 +201,49 @@ func primitive(dst []byte, t avro.Type, raw []byte) ([]byte, error) {
 		return append(dst, b...), nil
 	}
 	return dst, mismatchf("unsupported avro type %s", t)
+}
+
+// booleanValue writes JSON true or false as one byte.
+func booleanValue(dst, raw []byte) ([]byte, error) {
+	switch string(raw) {
+	case "true":
+		return append(dst, 1), nil
+	case "false":
+		return append(dst, 0), nil
+	}
+	return dst, mismatchf("expected boolean, got %s", rawKind(raw))
+}
+
+// integerValue writes a JSON integer as a zig-zag varint, within the range
+// of t (int or long).
+func integerValue(dst []byte, t avro.Type, raw []byte) ([]byte, error) {
+	if !isNumber(raw) {
+		return dst, mismatchf("expected %s, got %s", t, rawKind(raw))
+	}
+	i, ok := parseInt(raw)
+	if !ok {
+		return dst, mismatchf("%s is not a %s (an integer in its range)", raw, t)
+	}
+	if t == avro.Int && (i < math.MinInt32 || i > math.MaxInt32) {
+		return dst, mismatchf("%s is out of the range of int", raw)
+	}
+	return appendVarint(dst, i), nil
+}
+
+// floatValue writes a JSON number as a little-endian IEEE 754 float or
+// double (t).
+func floatValue(dst []byte, t avro.Type, raw []byte) ([]byte, error) {
+	if !isNumber(raw) {
+		return dst, mismatchf("expected %s, got %s", t, rawKind(raw))
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return dst, mismatchf("%s out of the range of %s", raw, t)
+	}
+	if t == avro.Float {
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
+	}
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
 }
 
 func (st *jsonState) record(dst []byte, s *avro.RecordSchema, v span, depth int) ([]byte, error) {

@@ -100,6 +100,20 @@ func (c Config) Validate(writer bool) error {
 	if c.URL == "" {
 		errs = append(errs, errors.New("--schema-registry-url is required"))
 	}
+	errs = append(errs, c.choiceProblems(writer)...)
+	errs = append(errs, c.connectionProblems()...)
+	for _, r := range c.Register {
+		if s, p, ok := strings.Cut(r, "="); !ok || s == "" || p == "" {
+			errs = append(errs, fmt.Errorf("invalid --register-schema %q: want subject=path", r))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// choiceProblems checks the value format (of a writer) and the subject
+// name strategy against the known ones.
+func (c Config) choiceProblems(writer bool) []error {
+	var errs []error
 	if writer {
 		switch c.Format {
 		case FormatAvro, FormatProtobuf, FormatJSONSchema:
@@ -112,6 +126,13 @@ func (c Config) Validate(writer bool) error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid --subject-name-strategy %q: want topic, record or topic-record", c.SubjectStrategy))
 	}
+	return errs
+}
+
+// connectionProblems checks that the credentials, the TLS files and the
+// durations fit together.
+func (c Config) connectionProblems() []error {
+	var errs []error
 	if c.PasswordFile != "" && c.Username == "" {
 		errs = append(errs, errors.New("--schema-registry-password-file needs --schema-registry-user"))
 	}
@@ -124,12 +145,7 @@ func (c Config) Validate(writer bool) error {
 	if c.Timeout < 0 || c.LatestTTL < 0 {
 		errs = append(errs, errors.New("--schema-registry-timeout and --schema-registry-latest-ttl must not be negative"))
 	}
-	for _, r := range c.Register {
-		if s, p, ok := strings.Cut(r, "="); !ok || s == "" || p == "" {
-			errs = append(errs, fmt.Errorf("invalid --register-schema %q: want subject=path", r))
-		}
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // readSecret reads a secret file, without its trailing newline.
