@@ -193,44 +193,53 @@ func (d *Decoder) extraHeaders(headers map[string]string) map[string]string {
 // so is an event type the mapping leaves out, and a NULL payload under the
 // tombstone policy.
 func (d *Decoder) checkRequired(rel *relation, vals *[numFields]value) error {
-	var id uuid.UUID
-	if v := vals[fieldEventID]; v.kind == tupleText || v.kind == kindUUIDBytes {
-		// For the error only. On failure ParseBytes returns a partly
-		// filled UUID, which would name an event that does not exist.
-		if parsed, err := eventID(v); err == nil {
-			id = parsed
-		}
-	}
 	for f := fieldEventID; f < numFields; f++ {
 		if d.cols[f] == "" {
 			continue
 		}
-		reason := ""
-		switch vals[f].kind {
-		case tupleText, kindUUIDBytes, kindRawBytes:
+		reason := d.missing(f, vals[f].kind)
+		if reason == "" {
 			continue
-		case 0:
-			if d.optional(f) {
-				continue
-			}
-			reason = "column is missing from the relation"
-		case tupleNull:
-			if d.optional(f) || f == fieldPayload && d.tombstone {
-				continue
-			}
-			reason = "value is NULL"
-		case tupleUnchanged:
-			reason = "value is an unchanged TOAST value (not sent)"
-		case tupleBinary:
-			reason = "value is in binary format"
 		}
-		re := &RowError{Relation: rel.name, Column: d.cols[f], EventID: id, Reason: reason}
+		re := &RowError{Relation: rel.name, Column: d.cols[f], EventID: readableID(vals[fieldEventID]), Reason: reason}
 		if v := vals[fieldAggregateType]; v.kind == tupleText {
 			re.AggregateType = string(v.data)
 		}
 		return re
 	}
 	return nil
+}
+
+// missing says why a value of kind cannot fill field f, or "" when it can.
+func (d *Decoder) missing(f field, kind byte) string {
+	switch kind {
+	case 0:
+		if !d.optional(f) {
+			return "column is missing from the relation"
+		}
+	case tupleNull:
+		if !d.optional(f) && (f != fieldPayload || !d.tombstone) {
+			return "value is NULL"
+		}
+	case tupleUnchanged:
+		return "value is an unchanged TOAST value (not sent)"
+	case tupleBinary:
+		return "value is in binary format"
+	}
+	return ""
+}
+
+// readableID is the event id of a refused row, for its error: uuid.Nil when
+// it cannot be read (a partly parsed UUID would name an event that does not
+// exist).
+func readableID(v value) uuid.UUID {
+	if v.kind != tupleText && v.kind != kindUUIDBytes {
+		return uuid.Nil
+	}
+	if id, err := eventID(v); err == nil {
+		return id
+	}
+	return uuid.Nil
 }
 
 // headers decodes the headers column: the string entries of a JSON object.
