@@ -28,8 +28,6 @@ type Relay struct {
 	log    *slog.Logger
 	m      *metrics
 	limits *limits
-	// suspects are exactly-once events to send alone, kept across sessions.
-	suspects *suspectSet
 
 	catalog *outbox.Catalog // the mapping as checked at the session's start
 
@@ -68,7 +66,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready Readines
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes), suspects: newSuspectSet(),
+	r := &Relay{cfg: cfg, log: log.With("slot", cfg.Slot), m: m, limits: newLimits(cfg.MaxMessageBytes),
 		state: stateConnecting, checkNow: make(chan struct{}, 1)}
 	r.limits.log = r.log
 	if ready != nil {
@@ -359,7 +357,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	sctx, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.rejected, ps.suspects = r.log, r.m, tr, db, rejected, r.suspects
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, rejected
 	drained := ps.startDrainers()
 	dec := r.decoder()
 	dec.SetPayloadType(r.catalog.Types[r.cfg.Mapping.Payload])
