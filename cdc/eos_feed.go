@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -35,6 +36,12 @@ type eosFeeder struct {
 	maxHeld  int
 	maxBytes int64
 	out      chan<- *pending // the engine's input
+	// sent counts the transactions handed to the engine, committed (set
+	// by the engine's goroutine) those it committed; settled is signalled
+	// after each commit.
+	sent      int64
+	committed atomic.Int64
+	settled   chan struct{}
 
 	done position.Position // covered by the transactions handed to the engine
 	cur  position.Position // covered once the open transaction commits
@@ -47,10 +54,9 @@ type eosFeeder struct {
 	boundary      bool // the open transaction ends at a PostgreSQL commit
 }
 
-// eosFeedBuffer is the events the feeder may hand over while the engine
-// commits: small, so that events queue in the stream meanwhile and the
-// next transaction takes them all.
-const eosFeedBuffer = 64
+// eosFeedBuffer is the events the feeder may hand over ahead of the
+// engine.
+const eosFeedBuffer = 1024
 
 // newEOSFeeder ensures the position topic and reads the position from it.
 // ps's transactional producer has initialised already, so an earlier
@@ -68,7 +74,7 @@ func newEOSFeeder(ctx context.Context, ps *producerSession) (*eosFeeder, error) 
 	return &eosFeeder{
 		ps: ps, topic: topic, slot: ps.cfg.Slot, interval: ps.cfg.TxnInterval,
 		maxHeld: max(1, ps.cfg.MaxInFlightEvents/2), maxBytes: max(1, ps.cfg.MaxInFlightBytes/2),
-		done: pos,
+		done: pos, settled: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -106,12 +112,9 @@ func (f *eosFeeder) run(ctx context.Context, in <-chan *pending) {
 				return
 			}
 			f.take(ctx, p)
-			if f.open && f.boundary && len(in) == 0 {
-				// Nothing more is queued: commit now rather than wait for
-				// the interval. Under load events queue up while a commit
-				// is under way, so transactions grow with the load.
-				f.commit(ctx)
-			}
+			f.commitIfIdle(ctx, in)
+		case <-f.settled:
+			f.commitIfIdle(ctx, in)
 		case now := <-tick.C:
 			if f.due(now) {
 				f.commit(ctx)
@@ -119,6 +122,17 @@ func (f *eosFeeder) run(ctx context.Context, in <-chan *pending) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// commitIfIdle commits the open transaction at a PostgreSQL commit when
+// nothing more is queued and the engine commits no other: rather than wait
+// for the interval. Under load events queue up while a commit is under
+// way, so transactions grow with the load; once it committed, the next one
+// commits at the first boundary with nothing queued.
+func (f *eosFeeder) commitIfIdle(ctx context.Context, in <-chan *pending) {
+	if f.open && f.boundary && len(in) == 0 && f.committed.Load() == f.sent {
+		f.commit(ctx)
 	}
 }
 
@@ -187,6 +201,17 @@ func (f *eosFeeder) commit(ctx context.Context) {
 		return
 	}
 	f.held, f.size, f.open, f.boundary, f.done = 0, 0, false, false, next
+	f.sent++
+}
+
+// txnCommitted is the engine's word that a transaction it was handed
+// committed.
+func (f *eosFeeder) txnCommitted() {
+	f.committed.Add(1)
+	select {
+	case f.settled <- struct{}{}:
+	default:
+	}
 }
 
 // committing is the engine's call just before a Kafka transaction commits.
@@ -203,4 +228,7 @@ func (ps *producerSession) committed(records int, err error) {
 	}
 	ps.m.kafkaTxns.WithLabelValues("committed").Inc()
 	failpoint.Hit(failpoint.CDCEOSAfterKafkaCommit)
+	if ps.eos != nil {
+		ps.eos.txnCommitted()
+	}
 }

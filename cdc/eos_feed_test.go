@@ -121,3 +121,33 @@ func TestEOSFeederSplitsLargeTransaction(t *testing.T) {
 		t.Fatalf("at the end: position %+v, %d records; want %+v, 2", p, len(got), want)
 	}
 }
+
+// TestEOSFeederCommitsOneTransactionAtATime: at a PostgreSQL commit with
+// nothing more queued the feeder ends the transaction at once, unless the
+// engine still commits the previous one: then the transaction keeps
+// growing, and ends at the first boundary after that commit.
+func TestEOSFeederCommitsOneTransactionAtATime(t *testing.T) {
+	ctx := context.Background()
+	f, out, _ := newTestFeeder(t, position.Position{}, 1000)
+	f.settled = make(chan struct{}, 1)
+	idle := make(chan *pending)
+	f.take(ctx, row(100, 50))
+	f.take(ctx, end(100, 110))
+	f.commitIfIdle(ctx, idle)
+	if got := handed(out); len(got) != 2 || f.open {
+		t.Fatalf("an idle engine: %d records handed over, transaction open %v; want the event and the position, closed", len(got), f.open)
+	}
+	f.take(ctx, row(200, 150))
+	f.take(ctx, end(200, 210))
+	f.commitIfIdle(ctx, idle)
+	if got := handed(out); len(got) != 1 || !f.open {
+		t.Fatalf("while the engine commits: %d records handed over, transaction open %v; want the event alone, open", len(got), f.open)
+	}
+	f.txnCommitted()
+	<-f.settled
+	f.commitIfIdle(ctx, idle)
+	got := handed(out)
+	if p, want := positionOf(t, got), (position.Position{FinalLSN: 200, EndLSN: 210}); p != want || len(got) != 1 {
+		t.Fatalf("after the commit: position %+v, %d records; want %+v, 1", p, len(got), want)
+	}
+}

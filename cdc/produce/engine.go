@@ -161,7 +161,7 @@ func New[T any](ctx context.Context, cfg Config, cluster Cluster, hooks Hooks, r
 		results: make(chan *flight, 64), retry: make(chan *partition), stopped: make(chan struct{}),
 	}
 	if cfg.TransactionalID != "" {
-		e.txn = &txn{id: cfg.TransactionalID, added: map[partKey]bool{}}
+		e.txn = &txn{id: cfg.TransactionalID, added: map[partKey]bool{}, ends: map[partKey]bool{}}
 	}
 	return e, nil
 }
@@ -184,46 +184,56 @@ func (e *Engine[T]) Run(ctx context.Context, in <-chan T, untilSettled bool) err
 	}()
 	for {
 		closed, err := e.pump(ctx, in)
+		if err == nil {
+			err = e.dispatch(ctx)
+		}
 		if err != nil {
 			return err
 		}
 		if closed {
 			in = nil
 		}
-		if err := e.flush(ctx); err != nil {
-			return err
-		}
-		if err := e.commitIfSettled(ctx); err != nil {
-			return err
-		}
 		if in == nil && !e.committing() && (!untilSettled || e.open == 0) {
 			return nil
 		}
-		src := in
-		if e.committing() {
-			src = nil // the transaction's records are all in: no more until it commits
-		}
-		select {
-		case r, ok := <-src:
-			if !ok {
-				in = nil
-				continue
-			}
-			if err := e.admit(ctx, r); err != nil {
-				return err
-			}
-		case f := <-e.results:
-			if err := e.settle(ctx, f); err != nil {
-				return err
-			}
-		case p := <-e.retry:
-			e.send(p.gen)
-		case <-e.lingerC:
-			e.lingerC = nil
-		case <-ctx.Done():
-			return nil
+		if in, err = e.next(ctx, in); err != nil || ctx.Err() != nil {
+			return err
 		}
 	}
+}
+
+// dispatch sends the generations that are due and commits a transaction
+// whose records are all settled.
+func (e *Engine[T]) dispatch(ctx context.Context) error {
+	if err := e.flush(ctx); err != nil {
+		return err
+	}
+	return e.commitIfSettled(ctx)
+}
+
+// next waits for the next thing to do and does it: a record to admit
+// (none while a transaction commits), a request's outcome, a retry, a
+// linger's end, or ctx's end. It returns in, or nil once in closed.
+func (e *Engine[T]) next(ctx context.Context, in <-chan T) (<-chan T, error) {
+	src := in
+	if e.committing() {
+		src = nil // the transaction's records are all in: no more until it commits
+	}
+	select {
+	case r, ok := <-src:
+		if !ok {
+			return nil, nil
+		}
+		return in, e.admit(ctx, r)
+	case f := <-e.results:
+		return in, e.settle(ctx, f)
+	case p := <-e.retry:
+		e.send(p.gen)
+	case <-e.lingerC:
+		e.lingerC = nil
+	case <-ctx.Done():
+	}
+	return in, nil
 }
 
 // Done is closed when Run returned.
@@ -283,6 +293,9 @@ func (e *Engine[T]) admit(ctx context.Context, item T) error {
 	}
 	if err != nil {
 		return err
+	}
+	if r.Commit && e.txn != nil {
+		e.txn.ends[p.partKey] = true
 	}
 	e.open++
 	p.queue = append(p.queue, r)

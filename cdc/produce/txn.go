@@ -20,6 +20,7 @@ var ErrFenced = errors.New("fenced: another producer took over the transactional
 type txn struct {
 	id     string
 	added  map[partKey]bool // partitions of the open transaction
+	ends   map[partKey]bool // partitions of earlier Commit records: added with the first ones of a transaction
 	held   []*Record        // appended in the open transaction, in settle order
 	ending bool             // a Commit record was admitted: commit once every record is settled
 }
@@ -166,6 +167,12 @@ func (e *Engine[T]) addPartitions(ctx context.Context, gens []*generation) error
 	}
 	if n == 0 {
 		return nil
+	}
+	for k := range e.txn.ends { // the Commit record's partition, a round trip saved
+		if !e.txn.added[k] {
+			want[k.topic] = append(want[k.topic], k.partition)
+			e.txn.added[k] = true
+		}
 	}
 	_, version := txnVersions(e.cfg.Version)
 	req := &sarama.AddPartitionsToTxnRequest{Version: version, TransactionalID: e.txn.id,
