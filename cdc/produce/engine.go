@@ -17,6 +17,14 @@
 // where it does not, the generation is sent again one record at a time to
 // find them. Its neighbours are published, in order.
 //
+// With a transactional id (Config.TransactionalID) the engine is that id's
+// transactional producer (docs/design.md#exactly-once): it fences every
+// earlier producer of the id when it starts, adds each partition to the
+// open transaction before its first batch in it, and commits once a
+// Record with Commit set and every record before it are settled; records
+// are delivered only after their transaction committed. Generations,
+// retries and rejections work as above, inside the transaction.
+//
 // Imports (floor: shared library): sarama, internal/kafka (the partitioner)
 // and internal/backoff only; the relay's packages plug in through Hooks.
 package produce
