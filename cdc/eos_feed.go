@@ -2,12 +2,14 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/cdc/position"
+	"github.com/eventforge/eventforge/cdc/produce"
 	"github.com/eventforge/eventforge/internal/failpoint"
 )
 
@@ -26,8 +28,9 @@ import (
 // stream went quiet for TxnInterval or when it holds half the in-flight
 // window (a large PostgreSQL transaction then spans several Kafka
 // transactions; the position records the last INSERT included). Any error
-// of the engine ends the session and leaves the open transaction to be
-// aborted by the next session's producer, which fences this one.
+// of the engine ends the session; the open transaction is aborted then,
+// or, when that fails, by the next session's producer, which fences this
+// one.
 type eosFeeder struct {
 	ps       *producerSession
 	topic    string // the position topic
@@ -79,7 +82,7 @@ func newEOSFeeder(ctx context.Context, ps *producerSession) (*eosFeeder, error) 
 }
 
 // feed runs the feeder and the engine until in closes (the open
-// transaction is then committed) or ctx ends (it is left to be aborted).
+// transaction is then committed) or ctx ends (it is aborted).
 func (f *eosFeeder) feed(ctx context.Context, in <-chan *pending) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -94,7 +97,25 @@ func (f *eosFeeder) feed(ctx context.Context, in <-chan *pending) error {
 	err := f.ps.eng.Run(ctx, out, true)
 	cancel()
 	<-fed
+	if !errors.Is(err, produce.ErrFenced) { // a fenced producer's abort is refused
+		f.abort()
+	}
 	return err
+}
+
+// eosAbortGrace bounds the abort of a transaction a session leaves open:
+// the wait for the produce requests still out, then the abort itself.
+const eosAbortGrace = time.Second
+
+// abort aborts the transaction the engine left open, so read_committed
+// readers need not wait for the next session; when it cannot, the next
+// session's producer aborts it as it fences this one.
+func (f *eosFeeder) abort() {
+	ctx, cancel := context.WithTimeout(context.Background(), eosAbortGrace)
+	defer cancel()
+	if err := f.ps.eng.Abort(ctx, eosAbortGrace); err != nil {
+		f.ps.log.Info("exactly-once: the open Kafka transaction is left to the next session's producer to abort", "err", err)
+	}
 }
 
 // run cuts the events of in into transactions until in closes or ctx

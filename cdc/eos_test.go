@@ -27,27 +27,10 @@ import (
 // as a read_committed consumer sees it and counts each event id.
 func committedCounts(t testing.TB, brokers []string, topic string) map[string]int {
 	t.Helper()
-	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	counts := map[string]int{}
-	parts, err := cl.Partitions(topic)
-	if err != nil {
-		return counts // not created yet
-	}
-	for _, p := range parts {
-		err := kafka.ReadCommitted(context.Background(), cl, topic, p, func(_ int64, r *sarama.Record) error {
-			for _, h := range r.Headers {
-				if string(h.Key) == "event_id" {
-					counts[string(h.Value)]++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	for _, ids := range committedByPartition(t, brokers, topic) {
+		for _, id := range ids {
+			counts[id.String()]++
 		}
 	}
 	return counts

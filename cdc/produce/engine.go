@@ -182,7 +182,7 @@ func (e *Engine[T]) Open() int { return e.open }
 // session; records not settled then are the caller's to send again. A
 // transactional engine's records are settled once their transaction
 // committed; a transaction not committed when Run returns is left open,
-// for the next producer of the id to abort.
+// for Abort, or the next producer of the id, to abort.
 func (e *Engine[T]) Run(ctx context.Context, in <-chan T, untilSettled bool) error {
 	defer close(e.stopped)
 	defer func() {

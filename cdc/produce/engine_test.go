@@ -110,7 +110,9 @@ type run struct {
 	gap      time.Duration // between records handed over
 }
 
-func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string, error) {
+// mockClient is a client of b speaking produce v8 (per-record errors),
+// closed at the test's end.
+func mockClient(t *testing.T, b *sarama.MockBroker) (sarama.Client, *sarama.Config) {
 	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V2_4_0_0 // produce v8: per-record errors
@@ -121,7 +123,13 @@ func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
+	t.Cleanup(func() { _ = client.Close() })
+	return client, sc
+}
+
+func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string, error) {
+	t.Helper()
+	client, sc := mockClient(t, b)
 	var got []string
 	value := func(rec *Record) string { v, _ := rec.Msg.Value.Encode(); return string(v) }
 	hooks := Hooks{

@@ -206,6 +206,9 @@ func worstPartitionError(resp *sarama.AddPartitionsToTxnResponse) sarama.KError 
 	return worst
 }
 
+// commitTxn commits the open transaction.
+func (e *Engine[T]) commitTxn(ctx context.Context) error { return e.endTxn(ctx, true) }
+
 // endTxn commits, or aborts, the open transaction.
 func (e *Engine[T]) endTxn(ctx context.Context, commit bool) error {
 	_, version := txnVersions(e.cfg.Version)
@@ -224,6 +227,32 @@ func (e *Engine[T]) endTxn(ctx context.Context, commit bool) error {
 	})
 }
 
+// Abort aborts the transaction Run left open, so read_committed readers of
+// its partitions need not wait for the id's next producer or the
+// transaction timeout. It is for after Run returned and must not race a
+// request: it waits at most wait for the senders to end, and leaves the
+// transaction open (to be aborted by the id's next producer) when they do
+// not. It does nothing for an engine without a transaction open.
+func (e *Engine[T]) Abort(ctx context.Context, wait time.Duration) error {
+	if e.txn == nil || len(e.txn.added) == 0 {
+		return nil
+	}
+	idle := make(chan struct{})
+	go func() { e.Wait(); close(idle) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+		return fmt.Errorf("abort the Kafka transaction: a produce request still out after %v", wait)
+	}
+	if err := e.endTxn(ctx, false); err != nil {
+		return err
+	}
+	clear(e.txn.added)
+	return nil
+}
+
 // committing reports a transaction waiting for its records to settle
 // before it commits: Run takes no record meanwhile.
 func (e *Engine[T]) committing() bool { return e.txn != nil && e.txn.ending }
@@ -238,7 +267,7 @@ func (e *Engine[T]) commitIfSettled(ctx context.Context) error {
 	if e.hooks.Committing != nil {
 		e.hooks.Committing()
 	}
-	err := e.endTxn(ctx, true)
+	err := e.commitTxn(ctx)
 	if e.hooks.Committed != nil {
 		e.hooks.Committed(len(e.txn.held), err)
 	}

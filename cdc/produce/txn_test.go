@@ -94,16 +94,7 @@ func txnLog(b *sarama.MockBroker) []string {
 // and returns what the hooks saw, in order.
 func txnRun(t *testing.T, b *sarama.MockBroker, keys map[string]string, txns ...[]string) ([]string, error) {
 	t.Helper()
-	sc := sarama.NewConfig()
-	sc.Version = sarama.V2_4_0_0 // produce v8: per-record errors
-	sc.ApiVersionsRequest = false
-	sc.Metadata.Retry.Max = 1
-	sc.Metadata.Retry.Backoff = time.Millisecond
-	client, err := sarama.NewClient([]string{b.Addr()}, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	client, sc := mockClient(t, b)
 	var got []string
 	committed := make(chan struct{}, len(txns))
 	value := func(rec *Record) string { v, _ := rec.Msg.Value.Encode(); return string(v) }
@@ -238,5 +229,44 @@ func TestTransactionalEngine(t *testing.T) {
 				t.Errorf("the broker saw %q,\nwant %q", log, c.log)
 			}
 		})
+	}
+}
+
+// TestTransactionalEngineAbortsWhatRunLeftOpen: records of a transaction
+// without its Commit record are appended but never delivered; Abort then
+// aborts the transaction, once, and an engine with none open sends
+// nothing.
+func TestTransactionalEngineAbortsWhatRunLeftOpen(t *testing.T) {
+	b := txnCluster(t, 1, nil, []any{ok(0)}, nil)
+	client, sc := mockClient(t, b)
+	delivered := 0
+	hooks := Hooks{
+		Admit:     func(context.Context, *Record) (bool, error) { return true, nil },
+		Delivered: func(*Record) { delivered++ },
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := Config{MaxGenerationBytes: 1 << 20, Version: sc.Version, TransactionalID: txnID}
+	eng, err := New(ctx, cfg, client, hooks, func(r *Record) *Record { return r }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make(chan *Record, 2)
+	for _, v := range []string{"A", "B"} {
+		msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder("k"), Value: sarama.StringEncoder(v)}
+		in <- &Record{Msg: msg, Size: msg.ByteSize(2)}
+	}
+	close(in)
+	if err := eng.Run(ctx, in, true); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := eng.Abort(ctx, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"init " + txnID, "add orders/0 pid 7/3", "produce[" + txnID + "] txn:p0@0:A,B", "end commit=false"}
+	if log := txnLog(b); !slices.Equal(log, want) || delivered != 0 {
+		t.Fatalf("the broker saw %q, %d delivered; want %q, none", log, delivered, want)
 	}
 }
