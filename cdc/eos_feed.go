@@ -214,7 +214,7 @@ func (f *eosFeeder) commit(ctx context.Context) {
 		return
 	}
 	next := position.Max(f.done, f.cur)
-	marker := &pending{endsTxn: true}
+	marker := &pending{ends: true}
 	marker.msg = &sarama.ProducerMessage{Topic: f.topic, Key: sarama.StringEncoder(f.slot),
 		Value: sarama.ByteEncoder(position.Encode(f.slot, next)), Metadata: marker}
 	marker.size = marker.msg.ByteSize(2)

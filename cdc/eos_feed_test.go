@@ -59,8 +59,8 @@ func end(txn, endLSN pglogrepl.LSN) *pending { return &pending{txn: txn, end: en
 func positionOf(t *testing.T, ps []*pending) position.Position {
 	t.Helper()
 	last := ps[len(ps)-1]
-	if last.msg.Topic != "positions" || !last.endsTxn || last.record().Msg.Metadata != last {
-		t.Fatalf("the last record went to %s (ends the transaction: %v), want the position record", last.msg.Topic, last.endsTxn)
+	if last.msg.Topic != "positions" || !last.ends || last.record().Msg.Metadata != last {
+		t.Fatalf("the last record went to %s (ends the transaction: %v), want the position record", last.msg.Topic, last.ends)
 	}
 	b, _ := last.msg.Value.Encode()
 	slot, p, err := position.Decode(b)

@@ -46,7 +46,7 @@ func pendingOf(r *produce.Record) *pending { return r.Msg.Metadata.(*pending) }
 
 // record is p's record for the engine.
 func (p *pending) record() *produce.Record {
-	p.out.Msg, p.out.Size, p.out.Commit = p.msg, p.size, p.endsTxn
+	p.out.Msg, p.out.Size, p.out.Commit = p.msg, p.size, p.ends
 	return &p.out
 }
 

@@ -27,18 +27,18 @@ var errLimitLowered = errors.New("a topic accepts smaller records than the produ
 
 // pending is one event between the stream and the broker's ack.
 type pending struct {
-	msg     *sarama.ProducerMessage
-	rec     outbox.Record // msg's storage for an event the stream built
-	tok     ack.Token
-	size    int // sarama's encoded size of the record
-	id      uuid.UUID
-	lsn     pglogrepl.LSN  // the INSERT's WAL position
-	commit  time.Time      // the transaction's commit time
-	reason  string         // set when the event cannot be produced at all
-	out     produce.Record // msg as the produce engine sees it
-	txn     pglogrepl.LSN  // exactly-once: the transaction's final LSN (its BEGIN's)
-	end     pglogrepl.LSN  // exactly-once: set on a transaction-end marker (msg nil), its end LSN
-	endsTxn bool           // exactly-once: msg is the position record that ends a Kafka transaction
+	msg    *sarama.ProducerMessage
+	rec    outbox.Record // msg's storage for an event the stream built
+	tok    ack.Token
+	size   int // sarama's encoded size of the record
+	id     uuid.UUID
+	lsn    pglogrepl.LSN  // the INSERT's WAL position
+	commit time.Time      // the transaction's commit time
+	reason string         // set when the event cannot be produced at all
+	out    produce.Record // msg as the produce engine sees it
+	txn    pglogrepl.LSN  // exactly-once: the transaction's final LSN (its BEGIN's)
+	end    pglogrepl.LSN  // exactly-once: set on a transaction-end marker (msg nil), its end LSN
+	ends   bool           // exactly-once: msg is the position record that ends a Kafka transaction
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.
