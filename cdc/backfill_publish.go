@@ -39,7 +39,7 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 	bctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.rejected, ps.suspects = r.log, r.m, tr, db, setaside.Set{}, r.suspects
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, setaside.Set{}
 	drained := ps.startDrainers()
 	var g errgroup.Group
 	g.Go(func() error {

@@ -75,8 +75,8 @@ func eosTxnBackoff(n int) time.Duration {
 	return backoff.Exponential(eosRetryFast, eosRetryMost, n-eosFastRetries+1)
 }
 
-// eosProduceRetries bounds sarama's retries of a record in exactly-once
-// mode.
+// eosProduceRetries bounds sarama's retries of a record under the
+// exactly-once producer configuration.
 const eosProduceRetries = 5
 
 // maxStatusInterval caps the interval between standby status updates; the
@@ -435,10 +435,9 @@ func (c Config) producerConfig(maxMessageBytes int) (*sarama.Config, error) {
 		// relay fences the previous producer (docs/design.md#exactly-once).
 		sc.Producer.Transaction.ID = "eventforge-" + c.Slot
 		sc.Producer.Transaction.Timeout = time.Minute
-		// A record's error aborts the whole transaction, which the next
-		// session sends again: no gap is possible, so a few retries are
-		// enough, and a fenced producer gives up in seconds instead of
-		// retrying for minutes.
+		// The relay's engine retries a batch a bounded number of times
+		// itself; this bounds sarama's producer where a tool runs one
+		// with this configuration (eventforge bench's kafka stage).
 		sc.Producer.Retry.Max = eosProduceRetries
 		// A transaction begun right after a commit is refused with
 		// CONCURRENT_TRANSACTIONS until the commit's markers are written,

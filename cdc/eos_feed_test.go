@@ -2,7 +2,6 @@ package cdc
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"testing"
 
@@ -18,37 +17,12 @@ import (
 	"github.com/eventforge/eventforge/cdc/position"
 )
 
-// txnProducer is the part of a transactional producer the feeder uses:
-// records handed over are kept, and CommitTxn fails with commitErr.
-type txnProducer struct {
-	sarama.AsyncProducer // the rest is never called
-	in                   chan *sarama.ProducerMessage
-	begun, commits       int
-	commitErr            error
-}
-
-func (p *txnProducer) Input() chan<- *sarama.ProducerMessage { return p.in }
-func (p *txnProducer) BeginTxn() error                       { p.begun++; return nil }
-func (p *txnProducer) CommitTxn() error                      { p.commits++; return p.commitErr }
-
-// handed returns what the producer was given so far.
-func (p *txnProducer) handed() []*sarama.ProducerMessage {
-	var out []*sarama.ProducerMessage
-	for {
-		select {
-		case m := <-p.in:
-			out = append(out, m)
-		default:
-			return out
-		}
-	}
-}
-
 type countingTracker struct{ acks int }
 
 func (c *countingTracker) Ack(ack.Token) { c.acks++ }
 
-func newTestFeeder(t *testing.T, done position.Position, maxHeld int) (*eosFeeder, *txnProducer, *countingTracker) {
+// newTestFeeder is a feeder whose engine input is the returned channel.
+func newTestFeeder(t *testing.T, done position.Position, maxHeld int) (*eosFeeder, chan *pending, *countingTracker) {
 	t.Helper()
 	m, err := newMetrics(prometheus.NewRegistry(), "s")
 	if err != nil {
@@ -56,13 +30,26 @@ func newTestFeeder(t *testing.T, done position.Position, maxHeld int) (*eosFeede
 	}
 	cfg := DefaultConfig()
 	lim := topics.NewLimits(cfg.MaxMessageBytes, nil)
-	prod := &txnProducer{in: make(chan *sarama.ProducerMessage, 100)}
 	tr := &countingTracker{}
-	ps := &producerSession{cfg: &cfg, log: slog.New(slog.DiscardHandler), m: m, tr: tr, limits: lim, prod: prod,
+	out := make(chan *pending, 100)
+	ps := &producerSession{cfg: &cfg, log: slog.New(slog.DiscardHandler), m: m, tr: tr, limits: lim,
 		topics: topics.Known("t"), maxBytes: lim.Current(), rejected: setaside.Set{}}
 	f := &eosFeeder{ps: ps, topic: "positions", slot: "s", interval: 1 << 62, maxHeld: maxHeld, maxBytes: 1 << 30,
-		errs: make(chan *sarama.ProducerError, 16), done: done}
-	return f, prod, tr
+		done: done, out: out}
+	return f, out, tr
+}
+
+// handed returns what the feeder handed to the engine so far.
+func handed(out chan *pending) []*pending {
+	var got []*pending
+	for {
+		select {
+		case p := <-out:
+			got = append(got, p)
+		default:
+			return got
+		}
+	}
 }
 
 func row(txn, lsn pglogrepl.LSN) *pending {
@@ -71,14 +58,15 @@ func row(txn, lsn pglogrepl.LSN) *pending {
 
 func end(txn, endLSN pglogrepl.LSN) *pending { return &pending{txn: txn, end: endLSN} }
 
-// positionOf decodes the position record among msgs (the last one).
-func positionOf(t *testing.T, msgs []*sarama.ProducerMessage) position.Position {
+// positionOf decodes the position record among ps (the last one), which
+// must end its transaction.
+func positionOf(t *testing.T, ps []*pending) position.Position {
 	t.Helper()
-	last := msgs[len(msgs)-1]
-	if last.Topic != "positions" {
-		t.Fatalf("the last record went to %s, want the position topic", last.Topic)
+	last := ps[len(ps)-1]
+	if last.msg.Topic != "positions" || !last.ends || last.record().Msg.Metadata != last {
+		t.Fatalf("the last record went to %s (ends the transaction: %v), want the position record", last.msg.Topic, last.ends)
 	}
-	b, _ := last.Value.Encode()
+	b, _ := last.msg.Value.Encode()
 	slot, p, err := position.Decode(b)
 	if err != nil || slot != "s" {
 		t.Fatalf("position record %s: %v", b, err)
@@ -86,50 +74,33 @@ func positionOf(t *testing.T, msgs []*sarama.ProducerMessage) position.Position 
 	return p
 }
 
-// TestEOSFeederSkipsAndAcksAfterCommit: events a committed transaction holds
-// are acked without being produced; the others are acked only once the
-// Kafka transaction that holds them committed, with the position record
-// last in it.
-func TestEOSFeederSkipsAndAcksAfterCommit(t *testing.T) {
+// TestEOSFeederSkipsAndEndsWithThePosition: events a committed transaction
+// holds are acked without being produced; the others go to the engine,
+// unacked (the engine acks them once their transaction committed), followed
+// by the position record that ends their transaction.
+func TestEOSFeederSkipsAndEndsWithThePosition(t *testing.T) {
 	ctx := context.Background()
-	f, prod, tr := newTestFeeder(t, position.Position{FinalLSN: 100, RowLSN: 60}, 1000)
+	f, out, tr := newTestFeeder(t, position.Position{FinalLSN: 100, RowLSN: 60}, 1000)
 	for _, p := range []*pending{row(100, 50), row(100, 60), row(100, 70), end(100, 110), row(200, 150), end(200, 210)} {
-		if err := f.take(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		f.take(ctx, p)
 	}
 	if tr.acks != 2 {
-		t.Fatalf("%d acks before the commit, want the 2 skipped events", tr.acks)
+		t.Fatalf("%d acks, want the 2 skipped events only", tr.acks)
 	}
-	if err := f.commit(); err != nil {
-		t.Fatal(err)
+	if got := handed(out); len(got) != 2 {
+		t.Fatalf("%d records handed over before the commit, want 2", len(got))
 	}
-	msgs := prod.handed()
-	if tr.acks != 4 || prod.begun != 1 || prod.commits != 1 || len(msgs) != 3 {
-		t.Fatalf("after the commit: %d acks, %d begun, %d commits, %d records; want 4, 1, 1, 3", tr.acks, prod.begun, prod.commits, len(msgs))
+	f.commit(ctx)
+	got := handed(out)
+	if len(got) != 1 || tr.acks != 2 {
+		t.Fatalf("after the commit: %d records handed over, %d acks; want the position record alone, 2", len(got), tr.acks)
 	}
-	if got, want := positionOf(t, msgs), (position.Position{FinalLSN: 200, EndLSN: 210}); got != want {
-		t.Fatalf("position %+v, want %+v", got, want)
+	if p, want := positionOf(t, got), (position.Position{FinalLSN: 200, EndLSN: 210}); p != want || f.done != want {
+		t.Fatalf("position %+v (feeder at %+v), want %+v", p, f.done, want)
 	}
-}
-
-// TestEOSFeederFailedCommitAcksNothing: a commit that fails (fenced) ends
-// the session, acks nothing and does not move the position.
-func TestEOSFeederFailedCommitAcksNothing(t *testing.T) {
-	ctx := context.Background()
-	f, prod, tr := newTestFeeder(t, position.Position{}, 1000)
-	prod.commitErr = sarama.ErrProducerFenced
-	for _, p := range []*pending{row(100, 50), end(100, 110)} {
-		if err := f.take(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err := f.commit()
-	if !errors.Is(err, sarama.ErrProducerFenced) {
-		t.Fatalf("commit = %v, want the fencing error", err)
-	}
-	if tr.acks != 0 || !f.done.IsZero() {
-		t.Fatalf("a failed commit acked %d events and moved the position to %+v", tr.acks, f.done)
+	f.commit(ctx)
+	if got := handed(out); len(got) != 0 {
+		t.Fatalf("a commit with no transaction open handed over %d records", len(got))
 	}
 }
 
@@ -137,24 +108,50 @@ func TestEOSFeederFailedCommitAcksNothing(t *testing.T) {
 // commits mid-way with a partial position, then completes.
 func TestEOSFeederSplitsLargeTransaction(t *testing.T) {
 	ctx := context.Background()
-	f, prod, tr := newTestFeeder(t, position.Position{}, 2)
+	f, out, _ := newTestFeeder(t, position.Position{}, 2)
 	for _, p := range []*pending{row(500, 100), row(500, 200)} {
-		if err := f.take(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		f.take(ctx, p)
 	}
-	if got, want := positionOf(t, prod.handed()), (position.Position{FinalLSN: 500, RowLSN: 200}); got != want || tr.acks != 2 {
-		t.Fatalf("after the cut: position %+v, %d acks; want %+v, 2", got, tr.acks, want)
+	got := handed(out)
+	if p, want := positionOf(t, got), (position.Position{FinalLSN: 500, RowLSN: 200}); p != want || len(got) != 3 {
+		t.Fatalf("after the cut: position %+v, %d records; want %+v, 3", p, len(got), want)
 	}
 	for _, p := range []*pending{row(500, 300), end(500, 510)} {
-		if err := f.take(ctx, p); err != nil {
-			t.Fatal(err)
-		}
+		f.take(ctx, p)
 	}
-	if err := f.commit(); err != nil {
-		t.Fatal(err)
+	f.commit(ctx)
+	got = handed(out)
+	if p, want := positionOf(t, got), (position.Position{FinalLSN: 500, EndLSN: 510}); p != want || len(got) != 2 {
+		t.Fatalf("at the end: position %+v, %d records; want %+v, 2", p, len(got), want)
 	}
-	if got, want := positionOf(t, prod.handed()), (position.Position{FinalLSN: 500, EndLSN: 510}); got != want || tr.acks != 3 {
-		t.Fatalf("at the end: position %+v, %d acks; want %+v, 3", got, tr.acks, want)
+}
+
+// TestEOSFeederCommitsOneTransactionAtATime: at a PostgreSQL commit with
+// nothing more queued the feeder ends the transaction at once, unless the
+// engine still commits the previous one: then the transaction keeps
+// growing, and ends at the first boundary after that commit.
+func TestEOSFeederCommitsOneTransactionAtATime(t *testing.T) {
+	ctx := context.Background()
+	f, out, _ := newTestFeeder(t, position.Position{}, 1000)
+	f.settled = make(chan struct{}, 1)
+	idle := make(chan *pending)
+	f.take(ctx, row(100, 50))
+	f.take(ctx, end(100, 110))
+	f.commitIfIdle(ctx, idle)
+	if got := handed(out); len(got) != 2 || f.open {
+		t.Fatalf("an idle engine: %d records handed over, transaction open %v; want the event and the position, closed", len(got), f.open)
+	}
+	f.take(ctx, row(200, 150))
+	f.take(ctx, end(200, 210))
+	f.commitIfIdle(ctx, idle)
+	if got := handed(out); len(got) != 1 || !f.open {
+		t.Fatalf("while the engine commits: %d records handed over, transaction open %v; want the event alone, open", len(got), f.open)
+	}
+	f.txnCommitted()
+	<-f.settled
+	f.commitIfIdle(ctx, idle)
+	got := handed(out)
+	if p, want := positionOf(t, got), (position.Position{FinalLSN: 200, EndLSN: 210}); p != want || len(got) != 1 {
+		t.Fatalf("after the commit: position %+v, %d records; want %+v, 1", p, len(got), want)
 	}
 }

@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,27 +27,10 @@ import (
 // as a read_committed consumer sees it and counts each event id.
 func committedCounts(t testing.TB, brokers []string, topic string) map[string]int {
 	t.Helper()
-	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	counts := map[string]int{}
-	parts, err := cl.Partitions(topic)
-	if err != nil {
-		return counts // not created yet
-	}
-	for _, p := range parts {
-		err := kafka.ReadCommitted(context.Background(), cl, topic, p, func(_ int64, r *sarama.Record) error {
-			for _, h := range r.Headers {
-				if string(h.Key) == "event_id" {
-					counts[string(h.Value)]++
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+	for _, ids := range committedByPartition(t, brokers, topic) {
+		for _, id := range ids {
+			counts[id.String()]++
 		}
 	}
 	return counts
@@ -322,13 +307,12 @@ func TestEOSRefusedRecordIsSetAside(t *testing.T) {
 }
 
 // TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside: in exactly-once mode a
-// backlog of one key holds a record older than the topic accepts and two
-// newer ones, in one Kafka transaction. sarama hands the batch's refusal to
-// every record of it, so the relay sends the suspects one per transaction:
-// exactly the old record lands in outbox_rejected, and read_committed
-// readers see every other event once. Each suspect costs a session restart
-// (a new transactional producer fences the old one), so the topic's window
-// is wide enough for the newer records to stay acceptable meanwhile.
+// backlog of two keys of one partition (so their records travel in the
+// same batches) holds records older than the topic accepts and newer ones,
+// in one Kafka transaction. The broker refuses the batch naming the old
+// records: exactly those land in outbox_rejected, and the newer ones commit
+// in the same session, in commit order, each once for read_committed
+// readers.
 func TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	t.Parallel()
 	env := testenv.Shared(t)
@@ -337,30 +321,31 @@ func TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	cfg.ExactlyOnce = true
 	db := connect(t, url)
 	topic := cfg.TopicPrefix + "orders"
+	keys := sameFirstPartition(cfg.TopicPartitions)
 	r := startRelay(t, cfg)
 	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
 	first := uuid.New()
-	insertEvent(t, db, first, "k1", 100)
+	insertEvent(t, db, first, keys[0], 100)
 	waitFor(t, 30*time.Second, "the first event committed in Kafka", func() bool { return len(committedCounts(t, env.Brokers, topic)) == 1 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "20000")
-	old := []uuid.UUID{uuid.New()}
-	fresh := []uuid.UUID{uuid.New(), uuid.New()}
-	for _, id := range old {
-		insertEvent(t, db, id, "k1", 100)
+	alterTopic(t, env.Brokers, topic, "message.timestamp.before.max.ms", "10000")
+	old := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	for i, id := range old {
+		insertEvent(t, db, id, keys[i%2], 100)
 	}
-	time.Sleep(21 * time.Second) // its commit time is now older than the topic accepts
-	for _, id := range fresh {
-		insertEvent(t, db, id, "k1", 100)
+	time.Sleep(11 * time.Second) // their commit times are now older than the topic accepts
+	fresh := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	for i, id := range fresh {
+		insertEvent(t, db, id, keys[(i+1)%2], 100)
 	}
 	r = startRelay(t, cfg)
 	var counts map[string]int
-	waitFor(t, 60*time.Second, "the fresh events committed in Kafka", func() bool {
+	waitFor(t, 30*time.Second, "the fresh events committed in Kafka", func() bool {
 		counts = committedCounts(t, env.Brokers, topic)
-		return counts[fresh[0].String()] > 0 && counts[fresh[1].String()] > 0
+		return counts[fresh[0].String()] > 0 && counts[fresh[1].String()] > 0 && counts[fresh[2].String()] > 0
 	})
 	noDuplicates(t, counts, "after the refusals")
 	for _, id := range old {
@@ -376,7 +361,26 @@ func TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 			t.Errorf("innocent event %s set aside: %s", id, reason)
 		}
 	}
+	p := fmt.Sprint(kafka.PartitionForKey([]byte(keys[0]), cfg.TopicPartitions))
+	if got, want := committedByPartition(t, env.Brokers, topic)[p], append([]uuid.UUID{first}, fresh...); !slices.Equal(got, want) {
+		t.Errorf("partition %s holds %v, want %v", p, got, want)
+	}
+	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n != 0 {
+		t.Errorf("%v sessions failed: the refusal restarted the session", n)
+	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// sameFirstPartition is two keys that map to the same partition of a topic
+// of n partitions.
+func sameFirstPartition(n int32) []string {
+	want := kafka.PartitionForKey([]byte("k1"), n)
+	for i := 2; ; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if kafka.PartitionForKey([]byte(k), n) == want {
+			return []string{"k1", k}
+		}
 	}
 }

@@ -209,22 +209,8 @@ func TestPartitionFollowsCommitOrder(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.TopicPartitions = 3
 	topic := cfg.TopicPrefix + "orders"
-	r := startRelay(t, cfg) // creates the slot, then stops: the rows are a backlog
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
-	if err := r.stop(); err != nil {
-		t.Fatal(err)
-	}
-	load := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 1, keys: 20}
-	ctx, stop := context.WithCancel(context.Background())
-	go func() {
-		waitFor(t, time.Minute, "3,000 events", func() bool { load.mu.Lock(); defer load.mu.Unlock(); return len(load.ids) >= 3000 })
-		stop()
-	}()
-	load.run(ctx, url)
-	if len(load.errs) > 0 {
-		t.Fatal(load.errs[0])
-	}
-	r = startRelay(t, cfg)
+	load := oneWriterBacklog(t, cfg, url)
+	r := startRelay(t, cfg)
 	col := consume(t, env.Brokers, topic)
 	waitDistinct(t, col, load.ids, 60*time.Second)
 

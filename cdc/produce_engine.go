@@ -35,6 +35,10 @@ type pendingHooks struct {
 	tooLarge func(ctx context.Context, p *pending, err error) (string, error)
 	// failed sees every refusal, once per event it covers.
 	failed func(p *pending, err error)
+	// committing and committed, exactly-once only, are called just before
+	// a Kafka transaction commits and with its outcome.
+	committing func()
+	committed  func(records int, err error)
 }
 
 // pendingOf is the event a record of the engine belongs to.
@@ -42,19 +46,27 @@ func pendingOf(r *produce.Record) *pending { return r.Msg.Metadata.(*pending) }
 
 // record is p's record for the engine.
 func (p *pending) record() *produce.Record {
-	p.out.Msg, p.out.Size = p.msg, p.size
+	p.out.Msg, p.out.Size, p.out.Commit = p.msg, p.size, p.ends
 	return &p.out
 }
 
 // newEngine starts the produce engine (docs/design.md#generations) on
 // client, whose configuration sc gives compression and timeouts, for
-// records of at most maxBytes.
-func newEngine(client sarama.Client, sc *sarama.Config, maxBytes int, h pendingHooks, log *slog.Logger) (*produce.Engine[*pending], error) {
+// records of at most maxBytes; with a txnID it is that transactional id's
+// producer (exactly-once), which fences every earlier one.
+func newEngine(ctx context.Context, client sarama.Client, sc *sarama.Config, maxBytes int, txnID string, h pendingHooks, log *slog.Logger) (*produce.Engine[*pending], error) {
 	cfg := produce.FromSarama(sc, maxBytes)
 	cfg.MaxAttempts, cfg.RetryFirst, cfg.RetryMost = maxProduceAttempts, produceRetryFirst, produceRetryMost
+	cfg.TransactionalID = txnID
 	hooks := produce.Hooks{
-		Admit:     func(ctx context.Context, r *produce.Record) (bool, error) { return h.admit(ctx, pendingOf(r)) },
-		Delivered: func(r *produce.Record) { h.delivered(pendingOf(r)) },
+		Admit: func(ctx context.Context, r *produce.Record) (bool, error) { return h.admit(ctx, pendingOf(r)) },
+		Delivered: func(r *produce.Record) {
+			if !r.Commit { // the position record acks nothing
+				h.delivered(pendingOf(r))
+			}
+		},
+		Committing: h.committing,
+		Committed:  h.committed,
 		Reject: func(ctx context.Context, r *produce.Record) error {
 			p := pendingOf(r)
 			if p.reason == "" {
@@ -73,5 +85,5 @@ func newEngine(client sarama.Client, sc *sarama.Config, maxBytes int, h pendingH
 			return fatal(fmt.Errorf("produce event %s to %s: %w: %s", p.id, p.msg.Topic, err, produce.FatalHint(err)))
 		},
 	}
-	return produce.New(cfg, client, hooks, (*pending).record, log)
+	return produce.New(ctx, cfg, client, hooks, (*pending).record, log)
 }

@@ -42,6 +42,7 @@ type pending struct {
 	out    produce.Record // msg as the produce engine sees it
 	txn    pglogrepl.LSN  // exactly-once: the transaction's final LSN (its BEGIN's)
 	end    pglogrepl.LSN  // exactly-once: set on a transaction-end marker (msg nil), its end LSN
+	ends   bool           // exactly-once: msg is the position record that ends a Kafka transaction
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.
@@ -50,8 +51,8 @@ type ackTracker interface {
 }
 
 // producerSession is one stream session's Kafka side: it feeds events to
-// the produce engine (per-partition generations, docs/design.md#generations)
-// or, in exactly-once mode, to sarama's transactional producer. A refused
+// the produce engine (per-partition generations, docs/design.md#generations),
+// in exactly-once mode through the feeder that cuts Kafka transactions. A refused
 // record is retried, set aside in outbox_rejected, or ends the session or
 // the relay, by error class (produce.Classify).
 type producerSession struct {
@@ -61,15 +62,13 @@ type producerSession struct {
 	tr       ackTracker
 	limits   *topics.Limits
 	client   sarama.Client
-	prod     sarama.AsyncProducer // exactly-once mode only
 	eng      *produce.Engine[*pending]
 	sc       *sarama.Config
 	topics   *topics.Manager
 	maxBytes int // the producer's MaxMessageBytes: the record limit
 	db       *pgx.Conn
 	rejected setaside.Set // already in outbox_rejected: skipped on replay
-	suspects *suspectSet  // exactly-once: events to send alone (the relay's, across sessions)
-	eos      *eosFeeder   // exactly-once mode: Kafka transactions instead of eng
+	eos      *eosFeeder   // exactly-once mode: cuts eng's input into Kafka transactions
 
 	published sync.Map // topic -> *topicCounters, saves label lookups per ack
 }
@@ -105,23 +104,22 @@ func newProducerSession(ctx context.Context, cfg *Config, lim *topics.Limits, re
 	return ps, nil
 }
 
-// startProducer starts the session's producer: the produce engine, or in
-// exactly-once mode sarama's transactional producer and its feeder.
+// startProducer starts the session's producer: the produce engine, in
+// exactly-once mode the slot's transactional producer (which fences every
+// earlier one) and the feeder that reads the position it left.
 func (ps *producerSession) startProducer(ctx context.Context) error {
+	h := pendingHooks{admit: ps.handle, delivered: ps.delivered, reject: ps.reject, tooLarge: ps.tooLarge, failed: ps.failed}
+	txnID := ""
+	if ps.cfg.ExactlyOnce {
+		txnID, h.committing, h.committed = ps.sc.Producer.Transaction.ID, ps.committing, ps.committed
+	}
 	var err error
-	if !ps.cfg.ExactlyOnce {
-		ps.eng, err = newEngine(ps.client, ps.sc, ps.maxBytes, pendingHooks{
-			admit: ps.handle, delivered: ps.delivered, reject: ps.reject, tooLarge: ps.tooLarge, failed: ps.failed,
-		}, ps.log)
-		if err != nil {
-			return startError(ctx, err)
-		}
-		return nil
+	if ps.eng, err = newEngine(ctx, ps.client, ps.sc, ps.maxBytes, txnID, h, ps.log); err != nil {
+		return startError(ctx, err)
 	}
-	if ps.prod, err = sarama.NewAsyncProducerFromClient(ps.client); err != nil {
-		return fmt.Errorf("start Kafka producer: %w", err)
+	if ps.cfg.ExactlyOnce {
+		ps.eos, err = newEOSFeeder(ctx, ps)
 	}
-	ps.eos, err = newEOSFeeder(ctx, ps)
 	return err
 }
 
@@ -161,37 +159,14 @@ func connectKafka(ctx context.Context, brokers []string, sc *sarama.Config) (sar
 }
 
 // close discards a producer that never ran.
-func (ps *producerSession) close() {
-	if ps.prod != nil {
-		ps.prod.AsyncClose()
-		drainAll(ps.prod)
-	}
-	ps.client.Close()
-}
-
-func drainAll(p sarama.AsyncProducer) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for range p.Successes() {
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		for range p.Errors() {
-		}
-	}()
-	wg.Wait()
-}
+func (ps *producerSession) close() { ps.client.Close() }
 
 // feed hands events to the producer and settles its results, until in
 // closes or ctx ends. It checks sizes and records rejections, so the
 // stream goroutine never waits on Kafka or on these writes.
 func (ps *producerSession) feed(ctx context.Context, in <-chan *pending) error {
 	if ps.eos != nil {
-		defer ps.prod.AsyncClose()
-		return ps.eos.run(ctx, in)
+		return ps.eos.feed(ctx, in)
 	}
 	return ps.eng.Run(ctx, in, false)
 }
@@ -324,14 +299,10 @@ func (ps *producerSession) tooLarge(_ context.Context, p *pending, err error) (s
 // --shutdown-timeout.
 const producerCloseGrace = 2 * time.Second
 
-// startDrainers starts what drains the producer's results (the
-// transactional producer's two channels); the returned channel closes once
-// the producer is done. The engine settles its own results: its channel
-// closes once its senders ended, after feed returned.
+// startDrainers returns a channel that closes once the producer is done:
+// the engine settles its own results, so it closes once the engine's
+// senders ended, after feed returned.
 func (ps *producerSession) startDrainers() <-chan struct{} {
-	if ps.eos != nil {
-		return ps.eos.startDrainers()
-	}
 	done := make(chan struct{})
 	go func() { <-ps.eng.Done(); ps.eng.Wait(); close(done) }()
 	return done

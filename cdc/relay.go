@@ -33,8 +33,6 @@ type Relay struct {
 	log    *slog.Logger
 	m      *metrics
 	limits *topics.Limits
-	// suspects are exactly-once events to send alone, kept across sessions.
-	suspects *suspectSet
 
 	catalog *outbox.Catalog // the mapping as checked at the session's start
 
@@ -78,7 +76,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, ready Readines
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	log = log.With("slot", cfg.Slot)
-	r := &Relay{cfg: cfg, log: log, m: m, limits: topics.NewLimits(cfg.MaxMessageBytes, log), suspects: newSuspectSet(),
+	r := &Relay{cfg: cfg, log: log, m: m, limits: topics.NewLimits(cfg.MaxMessageBytes, log),
 		state: stateConnecting, checkNow: make(chan struct{}, 1)}
 	if ready != nil {
 		ready.Add("cdc", r.ready)
@@ -368,7 +366,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	sctx, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
 	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
-	ps.log, ps.m, ps.tr, ps.db, ps.rejected, ps.suspects = r.log, r.m, tr, db, rejected, r.suspects
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, db, rejected
 	drained := ps.startDrainers()
 	dec := r.decoder()
 	dec.SetPayloadType(r.catalog.Types[r.cfg.Mapping.Payload])

@@ -97,7 +97,7 @@ type republisher struct {
 }
 
 func (rp *republisher) run(ctx context.Context, db *pgx.Conn, client sarama.Client, sc *sarama.Config, rng outboxscan.Range) (RepublishResult, error) {
-	eng, err := newEngine(client, sc, rp.maxBytes, pendingHooks{
+	eng, err := newEngine(ctx, client, sc, rp.maxBytes, "", pendingHooks{
 		admit:     rp.admit,
 		delivered: func(*pending) { rp.res.Published++ },
 		reject:    rp.reject,

@@ -48,7 +48,7 @@ func BenchmarkEngine(b *testing.B) {
 				Fatal:     func(_ *Record, err error) error { return err },
 				Produced:  func() { requests.Add(1) },
 			}
-			eng, err := New(Config{MaxGenerationBytes: 1 << 20, Version: sc.Version}, client, hooks, func(r *Record) *Record { return r }, nil)
+			eng, err := New(context.Background(), Config{MaxGenerationBytes: 1 << 20, Version: sc.Version}, client, hooks, func(r *Record) *Record { return r }, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/backoff"
 )
 
 // Defaults of Config.
@@ -16,7 +18,15 @@ const (
 	DefaultRetryFirst           = 200 * time.Millisecond
 	DefaultRetryMost            = 5 * time.Second
 	DefaultTimeout              = 10 * time.Second
+	DefaultTransactionTimeout   = time.Minute
+	DefaultTxnRetries           = 50
 )
+
+// DefaultTxnBackoff is the wait before retry n (0-based) of a request to
+// the transaction coordinator: 10 ms doubling up to 100 ms.
+func DefaultTxnBackoff(n int) time.Duration {
+	return backoff.Exponential(10*time.Millisecond, 100*time.Millisecond, n)
+}
 
 // Config is an Engine's configuration: zero fields take their defaults
 // (WithDefaults), then Validate reports every problem at once.
@@ -53,6 +63,20 @@ type Config struct {
 	// Timeout is the broker's wait for the in-sync replicas' acks, sent in
 	// each request; default 10 s.
 	Timeout time.Duration
+	// TransactionalID, when set, makes the engine that id's transactional
+	// producer: records go out in Kafka transactions, each ended by a
+	// Record with Commit set. Default none: an idempotent producer.
+	TransactionalID string
+	// TransactionTimeout is how long the coordinator keeps a transaction
+	// open without an end before it aborts it; default 1 minute.
+	TransactionTimeout time.Duration
+	// TxnRetries bounds the retries of a request to the transaction
+	// coordinator refused with a retriable error (the previous
+	// transaction's markers still being written, the coordinator moving);
+	// default 50. TxnBackoff is the wait before retry n (0-based); default
+	// DefaultTxnBackoff.
+	TxnRetries int
+	TxnBackoff func(n int) time.Duration
 	// Version is the Kafka protocol version spoken; it picks the produce
 	// request version (v8 and later carry per-record errors). Default
 	// sarama.V2_8_0_0.
@@ -60,10 +84,19 @@ type Config struct {
 }
 
 // FromSarama takes the compression, flush settings (Flush.Frequency as
-// Linger, Flush.Bytes as LingerBytes), timeout and version of a sarama
-// producer configuration.
+// Linger, Flush.Bytes as LingerBytes), timeout, version and the transaction
+// timeout and retries of a sarama producer configuration; not its
+// transactional id, which only the exactly-once relay sets.
 func FromSarama(sc *sarama.Config, maxGenerationBytes int) Config {
+	var txnBackoff func(int) time.Duration
+	if f := sc.Producer.Transaction.Retry.BackoffFunc; f != nil {
+		most := sc.Producer.Transaction.Retry.Max
+		txnBackoff = func(n int) time.Duration { return f(n, most) }
+	}
 	return Config{
+		TransactionTimeout: sc.Producer.Transaction.Timeout,
+		TxnRetries:         sc.Producer.Transaction.Retry.Max,
+		TxnBackoff:         txnBackoff,
 		MaxGenerationBytes: maxGenerationBytes,
 		Linger:             sc.Producer.Flush.Frequency,
 		LingerBytes:        sc.Producer.Flush.Bytes,
@@ -83,6 +116,11 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.RetryMost, DefaultRetryMost)
 	orDefault(&c.Timeout, DefaultTimeout)
 	orDefault(&c.Version, sarama.V2_8_0_0)
+	orDefault(&c.TransactionTimeout, DefaultTransactionTimeout)
+	orDefault(&c.TxnRetries, DefaultTxnRetries)
+	if c.TxnBackoff == nil {
+		c.TxnBackoff = DefaultTxnBackoff
+	}
 	return c
 }
 
@@ -120,6 +158,9 @@ func (c Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		add("Timeout", "%v: must be positive", c.Timeout)
+	}
+	if c.TransactionalID != "" && c.TransactionTimeout <= 0 {
+		add("TransactionTimeout", "%v: must be positive", c.TransactionTimeout)
 	}
 	if !c.Version.IsAtLeast(sarama.V0_11_0_0) {
 		add("Version", "%v: record batches need Kafka 0.11 or later", c.Version)

@@ -17,6 +17,14 @@
 // where it does not, the generation is sent again one record at a time to
 // find them. Its neighbours are published, in order.
 //
+// With a transactional id (Config.TransactionalID) the engine is that id's
+// transactional producer (docs/design.md#exactly-once): it fences every
+// earlier producer of the id when it starts, adds each partition to the
+// open transaction before its first batch in it, and commits once a
+// Record with Commit set and every record before it are settled; records
+// are delivered only after their transaction committed. Generations,
+// retries and rejections work as above, inside the transaction.
+//
 // Imports (floor: shared library): sarama, internal/kafka (the partitioner)
 // and internal/backoff only; the relay's packages plug in through Hooks.
 package produce
@@ -43,6 +51,11 @@ type Record struct {
 	Size   int    // encoded size, as sarama's ProducerMessage.ByteSize(2)
 	Reason string // why the broker refused it for good
 	Offset int64
+	// Commit, with a transactional engine, makes the record the last of
+	// its Kafka transaction (the relay's position record): the
+	// transaction commits once every record handed over before it is
+	// settled, and Run takes no other record meanwhile. It skips Admit.
+	Commit bool
 }
 
 // Hooks are what the engine's user does with records.
@@ -67,6 +80,13 @@ type Hooks struct {
 	// the relay's tests: the records are in Kafka, not yet acked). It runs
 	// on the sender's goroutine.
 	Produced func()
+	// Committing, if set, is called by a transactional engine just before
+	// it commits a transaction (a failpoint of the relay's tests).
+	Committing func()
+	// Committed, if set, hears of a transactional engine's commit of a
+	// transaction holding n records: err nil when it committed, before
+	// their Delivered calls.
+	Committed func(n int, err error)
 }
 
 // Cluster is what the engine needs of a sarama.Client.
@@ -75,6 +95,8 @@ type Cluster interface {
 	Leader(topic string, partition int32) (*sarama.Broker, error)
 	RefreshMetadata(topics ...string) error
 	InitProducerID() (*sarama.InitProducerIDResponse, error)
+	TransactionCoordinator(transactionalID string) (*sarama.Broker, error)
+	RefreshTransactionCoordinator(transactionalID string) error
 }
 
 // Engine produces the records of the items handed to Run (T is the
@@ -89,6 +111,7 @@ type Engine[T any] struct {
 	version int16
 	pid     int64
 	epoch   int16
+	txn     *txn // transactional mode only
 
 	parts   map[partKey]*partition
 	counts  map[string]int // partition count per topic
@@ -123,8 +146,11 @@ type partition struct {
 }
 
 // New returns an engine with a producer id of its own (an idempotent
-// producer: the broker drops a generation sent twice).
-func New[T any](cfg Config, cluster Cluster, hooks Hooks, rec func(T) *Record, log *slog.Logger) (*Engine[T], error) {
+// producer: the broker drops a generation sent twice). With
+// cfg.TransactionalID it is that id's transactional producer: every earlier
+// producer of the id is fenced, its open transaction aborted, before New
+// returns.
+func New[T any](ctx context.Context, cfg Config, cluster Cluster, hooks Hooks, rec func(T) *Record, log *slog.Logger) (*Engine[T], error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -132,19 +158,20 @@ func New[T any](cfg Config, cluster Cluster, hooks Hooks, rec func(T) *Record, l
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	resp, err := cluster.InitProducerID()
-	if err == nil && !errors.Is(resp.Err, sarama.ErrNoError) {
-		err = resp.Err
-	}
+	pid, epoch, err := initProducerID(ctx, cluster, &cfg)
 	if err != nil {
-		return nil, fmt.Errorf("init producer id: %w", err)
+		return nil, err
 	}
-	return &Engine[T]{
+	e := &Engine[T]{
 		rec: rec, cfg: cfg, cluster: cluster, hooks: hooks, log: log, version: cfg.requestVersion(),
-		pid: resp.ProducerID, epoch: resp.ProducerEpoch,
+		pid: pid, epoch: epoch,
 		parts: map[partKey]*partition{}, counts: map[string]int{}, senders: map[*sarama.Broker]*sender[T]{},
 		results: make(chan *flight, 64), retry: make(chan *partition), stopped: make(chan struct{}),
-	}, nil
+	}
+	if cfg.TransactionalID != "" {
+		e.txn = &txn{id: cfg.TransactionalID, added: map[partKey]bool{}, ends: map[partKey]bool{}}
+	}
+	return e, nil
 }
 
 // Open is the number of records admitted and not yet settled.
@@ -152,7 +179,10 @@ func (e *Engine[T]) Open() int { return e.open }
 
 // Run produces records from in until in closes (and, with untilSettled,
 // every admitted record is settled) or ctx ends. Its error ends the
-// session; records not settled then are the caller's to send again.
+// session; records not settled then are the caller's to send again. A
+// transactional engine's records are settled once their transaction
+// committed; a transaction not committed when Run returns is left open,
+// for Abort, or the next producer of the id, to abort.
 func (e *Engine[T]) Run(ctx context.Context, in <-chan T, untilSettled bool) error {
 	defer close(e.stopped)
 	defer func() {
@@ -161,35 +191,57 @@ func (e *Engine[T]) Run(ctx context.Context, in <-chan T, untilSettled bool) err
 		}
 	}()
 	for {
-		var err error
-		if in, err = e.pump(ctx, in); err != nil {
+		closed, err := e.pump(ctx, in)
+		if err == nil {
+			err = e.dispatch(ctx)
+		}
+		if err != nil {
 			return err
 		}
-		e.flush()
-		if in == nil && (!untilSettled || e.open == 0) {
+		if closed {
+			in = nil
+		}
+		if in == nil && !e.committing() && (!untilSettled || e.open == 0) {
 			return nil
 		}
-		select {
-		case r, ok := <-in:
-			if !ok {
-				in = nil
-				continue
-			}
-			if err := e.admit(ctx, r); err != nil {
-				return err
-			}
-		case f := <-e.results:
-			if err := e.settle(ctx, f); err != nil {
-				return err
-			}
-		case p := <-e.retry:
-			e.send(p.gen)
-		case <-e.lingerC:
-			e.lingerC = nil
-		case <-ctx.Done():
-			return nil
+		if in, err = e.next(ctx, in); err != nil || ctx.Err() != nil {
+			return err
 		}
 	}
+}
+
+// dispatch sends the generations that are due and commits a transaction
+// whose records are all settled.
+func (e *Engine[T]) dispatch(ctx context.Context) error {
+	if err := e.flush(ctx); err != nil {
+		return err
+	}
+	return e.commitIfSettled(ctx)
+}
+
+// next waits for the next thing to do and does it: a record to admit
+// (none while a transaction commits), a request's outcome, a retry, a
+// linger's end, or ctx's end. It returns in, or nil once in closed.
+func (e *Engine[T]) next(ctx context.Context, in <-chan T) (<-chan T, error) {
+	src := in
+	if e.committing() {
+		src = nil // the transaction's records are all in: no more until it commits
+	}
+	select {
+	case r, ok := <-src:
+		if !ok {
+			return nil, nil
+		}
+		return in, e.admit(ctx, r)
+	case f := <-e.results:
+		return in, e.settle(ctx, f)
+	case p := <-e.retry:
+		e.send(p.gen)
+	case <-e.lingerC:
+		e.lingerC = nil
+	case <-ctx.Done():
+	}
+	return in, nil
 }
 
 // Done is closed when Run returned.
@@ -205,40 +257,41 @@ const pumpBurst = 512
 
 // pump settles results and admits records while each is ready at once;
 // generations are cut after it, so a burst of records becomes one
-// generation. It returns in, or nil once in closed.
-func (e *Engine[T]) pump(ctx context.Context, in <-chan T) (<-chan T, error) {
+// generation. It reports whether in closed; a nil in is not read.
+func (e *Engine[T]) pump(ctx context.Context, in <-chan T) (bool, error) {
 	for range pumpBurst {
 		select {
 		case f := <-e.results:
 			if err := e.settle(ctx, f); err != nil {
-				return in, err
+				return false, err
 			}
 			continue
 		default:
 		}
-		if in == nil {
-			return nil, nil
+		if in == nil || e.committing() {
+			return false, nil
 		}
 		select {
 		case r, ok := <-in:
 			if !ok {
-				return nil, nil
+				return true, nil
 			}
 			if err := e.admit(ctx, r); err != nil {
-				return in, err
+				return false, err
 			}
 		default:
-			return in, nil
+			return false, nil
 		}
 	}
-	return in, nil
+	return false, nil
 }
 
 // admit queues item's record on its partition.
 func (e *Engine[T]) admit(ctx context.Context, item T) error {
 	r := e.rec(item)
-	send, err := e.hooks.Admit(ctx, r)
-	if err != nil || !send {
+	if r.Commit && e.txn != nil {
+		e.txn.ending = true
+	} else if send, err := e.hooks.Admit(ctx, r); err != nil || !send {
 		return err
 	}
 	p, err := e.partitionOf(r.Msg)
@@ -248,6 +301,9 @@ func (e *Engine[T]) admit(ctx context.Context, item T) error {
 	}
 	if err != nil {
 		return err
+	}
+	if r.Commit && e.txn != nil {
+		e.txn.ends[p.partKey] = true
 	}
 	e.open++
 	p.queue = append(p.queue, r)
@@ -298,8 +354,9 @@ func (e *Engine[T]) mark(p *partition) {
 // flush cuts a generation on every marked partition that has none and
 // need not linger; a lingering partition stays marked, and Run wakes when
 // the first of them is due.
-func (e *Engine[T]) flush() {
+func (e *Engine[T]) flush(ctx context.Context) error {
 	now := time.Now()
+	var gens []*generation
 	var wake time.Time
 	keep := e.dirty[:0]
 	for _, p := range e.dirty {
@@ -315,19 +372,28 @@ func (e *Engine[T]) flush() {
 			continue
 		}
 		p.marked, p.since = false, time.Time{}
-		e.send(e.cut(p))
+		gens = append(gens, e.cut(p))
 	}
 	clear(e.dirty[len(keep):])
 	e.dirty = keep
 	if !wake.IsZero() && e.lingerC == nil {
 		e.armLinger(wake.Sub(now))
 	}
+	if e.txn != nil && len(gens) > 0 {
+		if err := e.addPartitions(ctx, gens); err != nil {
+			return err
+		}
+	}
+	for _, g := range gens {
+		e.send(g)
+	}
+	return nil
 }
 
 // lingerUntil is when p's queue goes out at the latest: now when no
 // Linger is set or the queue fills a generation.
 func (e *Engine[T]) lingerUntil(p *partition, now time.Time) time.Time {
-	if e.cfg.Linger <= 0 || len(p.queue) >= e.cfg.MaxGenerationRecords || p.isolate > 0 {
+	if e.cfg.Linger <= 0 || len(p.queue) >= e.cfg.MaxGenerationRecords || p.isolate > 0 || e.committing() {
 		return now
 	}
 	if p.bytes >= e.cfg.MaxGenerationBytes || (e.cfg.LingerBytes > 0 && p.bytes >= e.cfg.LingerBytes) {
@@ -428,7 +494,11 @@ func (e *Engine[T]) delivered(g *generation, block *sarama.ProduceResponseBlock,
 			r.Offset = block.Offset + int64(i)
 		}
 		e.settled(p)
-		e.hooks.Delivered(r)
+		if e.txn != nil {
+			e.txn.held = append(e.txn.held, r) // delivered once its transaction committed
+		} else {
+			e.hooks.Delivered(r)
+		}
 	}
 	e.mark(p)
 }
@@ -459,6 +529,9 @@ func (e *Engine[T]) refused(ctx context.Context, g *generation, block *sarama.Pr
 	case Fatal:
 		return e.hooks.Fatal(g.records[0], err)
 	case Restart:
+		if e.txn != nil {
+			return fencedError(fmt.Sprintf("produce to %s/%d in a Kafka transaction", g.part.topic, g.part.partition), err)
+		}
 		return fmt.Errorf("produce to %s/%d: %w (a new session starts with a new producer id)", g.part.topic, g.part.partition, err)
 	}
 	return e.retryLater(g, err)

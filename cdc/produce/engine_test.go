@@ -68,28 +68,36 @@ func refuse(err sarama.KError, guilty ...int32) *sarama.ProduceResponse {
 func sent(b *sarama.MockBroker) []string {
 	var out []string
 	for _, rr := range b.History() {
-		req, isProduce := rr.Request.(*sarama.ProduceRequest)
-		if !isProduce {
-			continue
+		if req, isProduce := rr.Request.(*sarama.ProduceRequest); isProduce {
+			out = append(out, batches(req))
 		}
-		var parts []string
-		topics := reflect.ValueOf(req).Elem().FieldByName("records")
-		for _, tk := range topics.MapKeys() {
-			ps := topics.MapIndex(tk)
-			for _, pk := range ps.MapKeys() {
-				batch := ps.MapIndex(pk).FieldByName("RecordBatch").Elem()
-				recs := batch.FieldByName("Records")
-				var vals []string
-				for i := range recs.Len() {
-					vals = append(vals, string(recs.Index(i).Elem().FieldByName("Value").Bytes()))
-				}
-				parts = append(parts, fmt.Sprintf("p%d@%d:%s", pk.Int(), batch.FieldByName("FirstSequence").Int(), strings.Join(vals, ",")))
-			}
-		}
-		sort.Strings(parts)
-		out = append(out, strings.Join(parts, " "))
 	}
 	return out
+}
+
+// batches is the batches of a produce request, in the format of sent; a
+// transactional batch is marked "txn:".
+func batches(req *sarama.ProduceRequest) string {
+	var parts []string
+	topics := reflect.ValueOf(req).Elem().FieldByName("records")
+	for _, tk := range topics.MapKeys() {
+		ps := topics.MapIndex(tk)
+		for _, pk := range ps.MapKeys() {
+			batch := ps.MapIndex(pk).FieldByName("RecordBatch").Elem()
+			recs := batch.FieldByName("Records")
+			var vals []string
+			for i := range recs.Len() {
+				vals = append(vals, string(recs.Index(i).Elem().FieldByName("Value").Bytes()))
+			}
+			mark := ""
+			if batch.FieldByName("IsTransactional").Bool() {
+				mark = "txn:"
+			}
+			parts = append(parts, fmt.Sprintf("%sp%d@%d:%s", mark, pk.Int(), batch.FieldByName("FirstSequence").Int(), strings.Join(vals, ",")))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }
 
 // run produces values (key k for each unless keys gives one per value)
@@ -102,7 +110,9 @@ type run struct {
 	gap      time.Duration // between records handed over
 }
 
-func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string, error) {
+// mockClient is a client of b speaking produce v8 (per-record errors),
+// closed at the test's end.
+func mockClient(t *testing.T, b *sarama.MockBroker) (sarama.Client, *sarama.Config) {
 	t.Helper()
 	sc := sarama.NewConfig()
 	sc.Version = sarama.V2_4_0_0 // produce v8: per-record errors
@@ -113,7 +123,13 @@ func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
+	t.Cleanup(func() { _ = client.Close() })
+	return client, sc
+}
+
+func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string, error) {
+	t.Helper()
+	client, sc := mockClient(t, b)
 	var got []string
 	value := func(rec *Record) string { v, _ := rec.Msg.Value.Encode(); return string(v) }
 	hooks := Hooks{
@@ -144,7 +160,7 @@ func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string,
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = cfg.MaxGenerationBytes
 	}
-	eng, err := New(cfg, client, hooks, func(r *Record) *Record { return r }, nil)
+	eng, err := New(context.Background(), cfg, client, hooks, func(r *Record) *Record { return r }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

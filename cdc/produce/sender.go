@@ -108,6 +108,9 @@ func (s *sender[T]) produce(gens []*generation) *flight {
 		Timeout:      int32(cfg.Timeout / time.Millisecond),
 		Version:      s.e.version,
 	}
+	if s.e.txn != nil {
+		req.TransactionalID = &s.e.txn.id
+	}
 	for _, g := range gens {
 		if g.batch == nil {
 			g.batch = s.e.batch(g)
@@ -134,6 +137,7 @@ func (e *Engine[T]) batch(g *generation) *sarama.RecordBatch {
 		CompressionLevel: e.cfg.CompressionLevel,
 		ProducerID:       e.pid,
 		ProducerEpoch:    e.epoch,
+		IsTransactional:  e.txn != nil,
 		FirstSequence:    g.firstSeq,
 		LastOffsetDelta:  int32(len(g.records) - 1),
 		Records:          make([]*sarama.Record, len(g.records)),

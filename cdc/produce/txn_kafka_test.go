@@ -1,0 +1,161 @@
+package produce
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/testenv"
+)
+
+// kafkaEngine is a transactional engine on a real broker: what it
+// delivered, and a hook run before each commit.
+type kafkaEngine struct {
+	eng        *Engine[*Record]
+	mu         sync.Mutex
+	delivered  []string
+	committing func()
+}
+
+func newKafkaEngine(ctx context.Context, t *testing.T, brokers []string, id string, committing func()) (*kafkaEngine, error) {
+	t.Helper()
+	sc := kafka.Config{Brokers: brokers}.Base()
+	client, err := sarama.NewClient(brokers, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	k := &kafkaEngine{committing: committing}
+	hooks := Hooks{
+		Admit: func(context.Context, *Record) (bool, error) { return true, nil },
+		Delivered: func(r *Record) {
+			v, _ := r.Msg.Value.Encode()
+			k.mu.Lock()
+			k.delivered = append(k.delivered, string(v))
+			k.mu.Unlock()
+		},
+		Reject:     func(context.Context, *Record) error { return errors.New("unexpected rejection") },
+		TooLarge:   func(context.Context, *Record, error) (string, error) { return "", errors.New("unexpected too large") },
+		Failed:     func(*Record, error) {},
+		Fatal:      func(_ *Record, err error) error { return err },
+		Committing: committing,
+	}
+	cfg := Config{MaxGenerationBytes: 1 << 20, Version: sc.Version, TransactionalID: id, TransactionTimeout: 30 * time.Second}
+	k.eng, err = New(ctx, cfg, client, hooks, func(r *Record) *Record { return r }, nil)
+	return k, err
+}
+
+// records are the records of values on topic (keys k0, k1, ... so they
+// spread over partitions), ended by a Commit record.
+func records(topic string, values ...string) []*Record {
+	var out []*Record
+	for i, v := range values {
+		msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder("k" + string(rune('0'+i))), Value: sarama.StringEncoder(v)}
+		out = append(out, &Record{Msg: msg, Size: msg.ByteSize(2)})
+	}
+	msg := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder("position"), Value: sarama.StringEncoder("position")}
+	return append(out, &Record{Msg: msg, Size: msg.ByteSize(2), Commit: true})
+}
+
+func (k *kafkaEngine) run(ctx context.Context, recs []*Record) error {
+	in := make(chan *Record, len(recs))
+	for _, r := range recs {
+		in <- r
+	}
+	close(in)
+	return k.eng.Run(ctx, in, true)
+}
+
+// TestTransactionalEngineFencedBySecondProducer: producer A has a
+// transaction's records in Kafka and is about to commit when producer B of
+// the same transactional id starts. B's start fences A and aborts A's
+// transaction: A's commit fails as fenced, A delivers nothing, and a
+// read_committed reader sees B's records only.
+func TestTransactionalEngineFencedBySecondProducer(t *testing.T) {
+	env := testenv.Shared(t)
+	topic := testenv.UniqueName("fence")
+	admin, err := sarama.NewClusterAdmin(env.Brokers, kafka.Config{Brokers: env.Brokers}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	testenv.DeleteTopicsAtCleanup(t, env.Brokers, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := testenv.UniqueName("eventforge-fence")
+
+	reached, release := make(chan struct{}), make(chan struct{})
+	a, err := newKafkaEngine(ctx, t, env.Brokers, id, func() { close(reached); <-release })
+	if err != nil {
+		t.Fatal(err)
+	}
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.run(ctx, records(topic, "a1", "a2", "a3")) }()
+	select {
+	case <-reached:
+	case err := <-aDone:
+		t.Fatalf("producer A ended before its commit: %v", err)
+	}
+
+	b, err := newKafkaEngine(ctx, t, env.Brokers, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-aDone; !errors.Is(err, ErrFenced) {
+		t.Fatalf("producer A's run = %v, want ErrFenced", err)
+	}
+	if len(a.delivered) != 0 {
+		t.Fatalf("fenced producer A delivered %v", a.delivered)
+	}
+	if err := b.run(ctx, records(topic, "b1", "b2")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"b1", "b2", "position"}; !slices.Equal(sorted(b.delivered), want) {
+		t.Fatalf("producer B delivered %v, want %v", b.delivered, want)
+	}
+	if got, want := readCommitted(ctx, t, env.Brokers, topic), []string{"b1", "b2", "position"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed sees %v, want %v", got, want)
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return s
+}
+
+// readCommitted is the values of topic's committed records, sorted.
+func readCommitted(ctx context.Context, t *testing.T, brokers []string, topic string) []string {
+	t.Helper()
+	client, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range parts {
+		err := kafka.ReadCommitted(ctx, client, topic, p, func(_ int64, r *sarama.Record) error {
+			out = append(out, string(r.Value))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sorted(out)
+}
