@@ -123,6 +123,7 @@ func waitCreatingSlot(t *testing.T, db *pgx.Conn, slot string) {
 // and none arrives twice (the snapshot and the stream meet exactly). Rows
 // created before --backfill-since are not published.
 func TestBackfillPublishesSnapshotBeforeStream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -178,6 +179,7 @@ func TestBackfillPublishesSnapshotBeforeStream(t *testing.T) {
 // last confirmation. The rows of the gap arrive, before any newer row of
 // their key.
 func TestRecoveryAfterDroppedSlotKeepsKeyOrder(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -240,6 +242,7 @@ func TestNewSlotWarnsAboutUnpublishedRows(t *testing.T) {
 // backfill drops the slot, creates it again and publishes the rows; a start
 // without the backfill refuses instead of streaming past them.
 func TestUnfinishedBackfillIsRepeated(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -270,6 +273,7 @@ func TestUnfinishedBackfillIsRepeated(t *testing.T) {
 // active), a relay waits as a standby naming the holder's PID and creates
 // nothing; once the lock is free it creates the slot and streams.
 func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -305,6 +309,7 @@ func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
 // produced (a topic name Kafka refuses, a record over the limit) are
 // recorded in outbox_rejected, as streamed ones are, and the others go out.
 func TestBackfillRejectsLikeTheStream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)

@@ -26,6 +26,7 @@ func failoverPG() string {
 // relay confirmed progress, and eventforge_slot_failover_ready turns 1; a
 // plain slot made by hand is converted before the relay streams from it.
 func TestFailoverSlotProtected(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	primary := testenv.StartPostgresVersion(t, failoverPG())
 	standby := primary.StartStandby(t)

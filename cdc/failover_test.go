@@ -14,6 +14,7 @@ import (
 // error before it creates anything, auto creates a plain slot and reports
 // eventforge_slot_failover_ready 0 (a promotion would lose it).
 func TestSlotFailoverOnOldServer(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)

@@ -62,6 +62,7 @@ func logBuffer(t *testing.T) (*slog.Logger, *testenv.Buffer) {
 // not ready and, once the network is back, streams again without losing an
 // event committed before, during or after the freeze.
 func TestHalfOpenConnectionIsDetected(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	direct := env.NewDatabase(t)
 	db := connect(t, direct)

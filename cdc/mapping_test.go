@@ -35,6 +35,7 @@ func mappedTable(t *testing.T, url, payloadType string) (outbox.Mapping, string)
 // Kafka as the contract's records, extra columns as headers; republish
 // reads it through the same mapping.
 func TestRelayReadsAMappedTable(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	m, pub := mappedTable(t, url, "jsonb")
@@ -87,6 +88,7 @@ func TestRelayReadsAMappedTable(t *testing.T) {
 // is produced as is, bytea byte for byte (pgoutput sends it as \x hex),
 // also when it is not UTF-8.
 func TestRelayPayloadTypes(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	cases := []struct {
 		name, typ, literal string
@@ -131,6 +133,7 @@ func TestRelayPayloadTypes(t *testing.T) {
 // TestRelayWritesCloudEvents: --record-format cloudevents writes the binary
 // content mode: ce_* attributes, commit time as ce_time, data as the value.
 func TestRelayWritesCloudEvents(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

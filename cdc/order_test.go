@@ -204,6 +204,7 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 // partitions: read back, every partition's first occurrences follow commit
 // order across keys, not only per key, and every event is there.
 func TestPartitionFollowsCommitOrder(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

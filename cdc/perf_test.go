@@ -80,6 +80,7 @@ const bulkInsert = `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, 
 // TestBigTransactionMemory relays one 1,000,000-row transaction through a
 // relay subprocess and reports its peak RSS (target: under 100 MB).
 func TestBigTransactionMemory(t *testing.T) {
+	t.Parallel()
 	const rows = 1_000_000
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)

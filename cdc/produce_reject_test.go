@@ -80,6 +80,7 @@ func firstEventThenStop(t *testing.T, env *testenv.Env) (Config, *pgx.Conn, stri
 // and goes on publishing in the same session, instead of restarting the
 // session forever.
 func TestInvalidTimestampIsSetAside(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	cfg, db, topic, _, col := firstEventThenStop(t, env)
 
@@ -117,6 +118,7 @@ func TestInvalidTimestampIsSetAside(t *testing.T) {
 // deletes it and inserts a new row with the same event id: the new row is
 // another INSERT (another WAL position) and must be produced.
 func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -143,6 +145,7 @@ func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
 // those land in outbox_rejected, the others are published, in commit order,
 // in the same session.
 func TestOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	cfg, db, topic, first, col := firstEventThenStop(t, env)
 

@@ -23,6 +23,7 @@ import (
 // pointed at the standby alone waits for it to be promoted, trying every
 // second without counting a session error.
 func TestPromotionResumes(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	primary := testenv.StartPostgresVersion(t, failoverPG())
 	standby := primary.StartStandby(t)

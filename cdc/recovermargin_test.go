@@ -51,6 +51,7 @@ var backfillSinceArg = regexp.MustCompile(`--backfill-since (\S+)`)
 // enough for the long transaction's row (0 lost), and the duplicates are the
 // events since that transaction began, not an hour's.
 func TestLostSlotRecoveryMargin(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	version := testenv.Version()
 	if version == "" || version >= "17" {

@@ -18,6 +18,7 @@ import (
 // (the topic's limit was lowered underneath) is recorded after the relay
 // learns the new limit. The stream goes on past both.
 func TestTooLargeRecordsAreRecordedAndSkipped(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

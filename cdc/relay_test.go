@@ -90,6 +90,7 @@ func (w *writer) single() {
 }
 
 func TestRelayDeliversCommittedEvents(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

@@ -14,6 +14,7 @@ import (
 // rows created in [since, until) go to Kafka again with their event IDs and
 // the relay's message format; rows outside the range do not.
 func TestRepublishResendsRangeWithOriginalIDs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

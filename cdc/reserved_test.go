@@ -58,6 +58,7 @@ func TestAllowedTopicsAreValidated(t *testing.T) {
 // route outside --allowed-topics are set aside with their reason, each
 // followed by a good event that is published: the stream goes on.
 func TestReservedNamesGoToOutboxRejected(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

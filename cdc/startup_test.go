@@ -166,6 +166,7 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 // cannot read the outbox table stops at start-up with one line naming the
 // role, the table and the grant, before it creates the slot.
 func TestBackfillWithoutSelectIsFatal(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	pgURL := env.NewDatabase(t)
 	admin := connect(t, pgURL)

@@ -21,6 +21,7 @@ import (
 // start-up with status 1 and one clear line on stderr, the password never
 // in it.
 func TestWorkerRunStartupErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	dir := t.TempDir()
 	file := func(name, content string) string {
@@ -125,6 +126,7 @@ func unmigrated(t testing.TB, f *fixture) string {
 // begins, /readyz saying why), and applies events once it is back; SIGTERM
 // then stops it with status 0.
 func TestWorkerRunWaitsForPostgres(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ev := f.orderEvent("a")
 	produce(t, f.brokers, ev)

@@ -66,6 +66,7 @@ func TestDebeziumRecipe(t *testing.T) {
 	url := env.NewEmptyDatabase(t)
 	slot := testenv.UniqueName("slot")
 	prefix := testenv.UniqueName("r") + ".outbox.event."
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)

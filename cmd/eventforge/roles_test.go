@@ -37,6 +37,7 @@ func TestRolesRunThePipeline(t *testing.T) {
 	brokers := strings.Join(env.Brokers, ",")
 	prefix, slot, group := testenv.UniqueName("roles")+"_", testenv.UniqueName("slot"), testenv.UniqueName("g")
 	topic := prefix + "orders"
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 
 	relayMetrics := testenv.FreeAddr(t)
 	relay := startRolesProc(t, r.url(t, dbURL, r.relay), "cdc", "run", "--slot", slot, "--topic-prefix", prefix,
