@@ -143,22 +143,8 @@ func dropDatabase(t testing.TB, adminURL, name string) {
 		return
 	}
 	defer admin.Close(ctx)
-	// A slot of the database keeps it alive and retains WAL: end its walsender
-	// first, then drop the slot, then the database.
-	_, _ = admin.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-		WHERE database = $1 AND active_pid IS NOT NULL`, name)
-	for i := 0; i < 50; i++ {
-		_, err = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
-			WHERE database = $1 AND NOT active`, name)
-		var left int
-		_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE database = $1`, name).Scan(&left)
-		if err == nil && left == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		t.Logf("drop database %s: %v", name, err)
+	if err := dropDatabaseWithSlots(ctx, admin, name); err != nil {
+		t.Logf("%v", err)
 	}
 }
 
@@ -237,8 +223,16 @@ func stateDir(root string) string {
 }
 
 func runScript(root, name string, args ...string) ([]byte, error) {
+	return runScriptEnv(root, nil, name, args...)
+}
+
+// runScriptEnv is runScript with env added to the process's environment.
+func runScriptEnv(root string, env []string, name string, args ...string) ([]byte, error) {
 	cmd := exec.Command(filepath.Join(root, "deploy", "local", name), args...)
 	cmd.Dir = root
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -49,5 +50,29 @@ func TestPrivatePostgresSurvivesImmediateRestart(t *testing.T) {
 	var status string
 	if err := connect(t, pg.URL()).QueryRow(t.Context(), "SELECT status FROM orders WHERE id = 'o1'").Scan(&status); err != nil {
 		t.Fatalf("committed row after immediate restart: %v", err)
+	}
+}
+
+// TestPrivatePostgresVersionsSideBySide starts private clusters of two
+// major versions from parallel tests: each gets its own version, and the
+// process's EVENTFORGE_PG_VERSION is left as it was.
+func TestPrivatePostgresVersionsSideBySide(t *testing.T) {
+	t.Parallel()
+	before := Version()
+	for _, version := range []string{"16", "17"} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			pg := StartPostgresVersion(t, version)
+			var num string
+			if err := connect(t, pg.URL()).QueryRow(t.Context(), "SHOW server_version_num").Scan(&num); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(num, version) {
+				t.Errorf("server_version_num = %s, want PostgreSQL %s", num, version)
+			}
+			if Version() != before {
+				t.Errorf("EVENTFORGE_PG_VERSION = %q while the cluster runs, want %q", Version(), before)
+			}
+		})
 	}
 }
