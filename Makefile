@@ -6,10 +6,14 @@ BIN := bin/eventforge
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # The integration tests share one PostgreSQL cluster and one broker; two
-# packages at a time keep a 2-core machine responsive.
-TEST_FLAGS ?= -race -count=1 -p 2 -timeout 15m
+# packages at a time keep a 2-core machine responsive. Most tests wait on
+# those services, a private one starting or a fault's window, not on the
+# CPU: -parallel lets eight tests of a package (each on its own database,
+# slot and topics) wait at once (docs/development.md, "Where make test
+# spends its time").
+TEST_FLAGS ?= -race -count=1 -p 2 -parallel 8 -timeout 15m
 
-.PHONY: all build check up down test jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
+.PHONY: all build check up down test test-go test-tools clean-test-data jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
 
 all: build
 
@@ -56,14 +60,32 @@ check: build vet staticcheck
 unit:
 	$(GO) test -short $(TEST_FLAGS) ./...
 
-# Everything CI runs: vet, staticcheck, every Go test against the real services, a short
-# fuzz budget for every fuzz target, and the schemathesis run of the API.
-test: vet staticcheck up jaeger
+# Everything CI runs: vet, staticcheck, every Go test against the real
+# services, a short fuzz budget for every fuzz target, the schemathesis run
+# of the API, the deployment checks and the console's browser tests. The Go
+# tests mostly wait on services, so the rest runs beside them (test-go and
+# test-tools at once); each part's output is printed whole when it ends.
+# Test data older runs left behind is dropped first (clean-test-data).
+test: up jaeger clean-test-data
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-tools
+
+test-go:
 	$(GO) test $(TEST_FLAGS) ./...
+
+test-tools: vet staticcheck
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory api-fuzz
 	@$(MAKE) --no-print-directory helm-check
 	@$(MAKE) --no-print-directory console-test
+
+# Drops what test runs left on the local services (a killed or timed-out
+# run skips its cleanups): databases and topics with a test's unique name
+# (testenv.UniqueName) unused for CLEAN_MIN_AGE, so the data of tests that
+# run now stays. CLEAN_FLAGS=--dry-run lists them only.
+CLEAN_MIN_AGE ?= 30m
+CLEAN_FLAGS ?=
+clean-test-data: up
+	@$(GO) run ./internal/testenv/leftovers --min-age $(CLEAN_MIN_AGE) $(CLEAN_FLAGS)
 
 # The demo migrates with --demo (orders, api_idempotency): a plain
 # `eventforge migrate` creates only what the pipeline needs.

@@ -19,6 +19,7 @@ import (
 // read a table with other names through one --outbox-config file (bytea
 // payloads, CloudEvents records).
 func TestOutboxCommandsHonourTheMappingFile(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := opsConn(t, url)

@@ -56,6 +56,7 @@ func docRecipe(t *testing.T, doc, name string) []recipeBlock {
 // private database, slot and topic prefix (the kcat line's topic follows
 // the prefix).
 func TestDebeziumRecipe(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	if _, err := exec.LookPath("kcat"); err != nil {
 		if os.Getenv("CI") == "true" {
