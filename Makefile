@@ -69,8 +69,10 @@ unit:
 test: up jaeger clean-test-data
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-tools
 
-test-go:
-	$(GO) test $(TEST_FLAGS) ./...
+# The tests that run the eventforge binary take make build's
+# (EVENTFORGE_TEST_BINARY) instead of each package's test building its own.
+test-go: build
+	EVENTFORGE_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test $(TEST_FLAGS) ./...
 
 test-tools: vet staticcheck
 	@$(MAKE) --no-print-directory fuzz-smoke

@@ -128,9 +128,10 @@ func TestWalLevelNotLogicalIsFatal(t *testing.T) {
 		t.Fatalf("Run = %v, want ErrWalLevel", err)
 	}
 	// The command exits non-zero with the reason on its last line.
+	bin := testenv.Binary(t) // built before the deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Binary(t), relayArgs(cfg)...)
+	cmd := exec.CommandContext(ctx, bin, relayArgs(cfg)...)
 	cmd.Env = cleanEnv()
 	var stderr testenv.Buffer
 	cmd.Stderr = &stderr

@@ -54,6 +54,7 @@ func TestWorkerRunStartupErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			bin := testenv.Binary(t) // built before the clock and the deadline start
 			began := time.Now()
 			defer func() {
 				if d := time.Since(began); d > 20*time.Second {
@@ -62,7 +63,7 @@ func TestWorkerRunStartupErrors(t *testing.T) {
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, testenv.Binary(t), tt.args...)
+			cmd := exec.CommandContext(ctx, bin, tt.args...)
 			cmd.Env = append(cmd.Environ(), "EVENTFORGE_KAFKA_BROKERS="+strings.Join(f.brokers, ","), "EVENTFORGE_PG_URL="+f.dbURL)
 			cmd.Env = append(cmd.Env, tt.env...)
 			var stderr strings.Builder

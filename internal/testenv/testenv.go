@@ -170,10 +170,20 @@ var binary struct {
 	err  error
 }
 
-// Binary builds ./cmd/eventforge once per test process and returns its path.
+// BinaryEnv names a prebuilt eventforge binary for Binary to return instead
+// of building one: make test builds bin/eventforge once for every package's
+// test process.
+const BinaryEnv = "EVENTFORGE_TEST_BINARY"
+
+// Binary builds ./cmd/eventforge once per test process and returns its path
+// (or returns the binary BinaryEnv names).
 func Binary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
+		if p := os.Getenv(BinaryEnv); p != "" {
+			binary.path, binary.err = prebuilt(p)
+			return
+		}
 		root, err := RepoRoot()
 		if err != nil {
 			binary.err = err
@@ -195,6 +205,18 @@ func Binary(t testing.TB) string {
 		t.Fatal(binary.err)
 	}
 	return binary.path
+}
+
+// prebuilt checks that path is an executable file.
+func prebuilt(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", BinaryEnv, err)
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s: %s is not an executable file", BinaryEnv, path)
+	}
+	return path, nil
 }
 
 // RepoRoot is the folder holding go.mod.

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -74,5 +76,23 @@ func TestPrivatePostgresVersionsSideBySide(t *testing.T) {
 				t.Errorf("EVENTFORGE_PG_VERSION = %q while the cluster runs, want %q", Version(), before)
 			}
 		})
+	}
+}
+
+func TestPrebuiltBinary(t *testing.T) {
+	dir := t.TempDir()
+	exe, plain := filepath.Join(dir, "eventforge"), filepath.Join(dir, "notes")
+	for path, mode := range map[string]os.FileMode{exe: 0o755, plain: 0o644} {
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := prebuilt(exe); err != nil || got != exe {
+		t.Errorf("prebuilt(%s) = %q, %v; want the path", exe, got, err)
+	}
+	for _, bad := range []string{plain, dir, filepath.Join(dir, "missing")} {
+		if _, err := prebuilt(bad); err == nil || !strings.Contains(err.Error(), BinaryEnv) {
+			t.Errorf("prebuilt(%s) = %v, want an error naming %s", bad, err, BinaryEnv)
+		}
 	}
 }
