@@ -54,7 +54,7 @@ jaeger:
 # them; CHECK_FLAGS=-count=1 runs every test again.
 CHECK_FLAGS ?=
 check: build vet staticcheck
-	$(GO) test -short $(CHECK_FLAGS) ./...
+	EVENTFORGE_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -short $(CHECK_FLAGS) ./...
 
 # Unit tests only: no local services needed.
 unit:
