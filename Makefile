@@ -70,10 +70,14 @@ unit:
 test: up jaeger clean-test-data
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-tools
 
-# The tests that run the eventforge binary take make build's
-# (EVENTFORGE_TEST_BINARY) instead of each package's test building its own.
-test-go: build
-	EVENTFORGE_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test $(TEST_FLAGS) ./...
+# The tests that run the eventforge binary take one built here
+# (EVENTFORGE_TEST_BINARY) instead of each package's test building its own;
+# a file of its own, so a make build beside them (console-test's) cannot
+# replace it under a running test.
+TEST_BIN := bin/eventforge-test
+test-go:
+	$(GO) build -o $(TEST_BIN) ./cmd/eventforge
+	EVENTFORGE_TEST_BINARY=$(CURDIR)/$(TEST_BIN) $(GO) test $(TEST_FLAGS) ./...
 
 test-tools: vet staticcheck
 	@$(MAKE) --no-print-directory fuzz-smoke
