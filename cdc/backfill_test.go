@@ -159,7 +159,7 @@ func TestBackfillPublishesSnapshotBeforeStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.committed([]string{"held"}, []uuid.UUID{heldID})
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	id := uuid.New()
 	mustExec(t, db, insertRows, []uuid.UUID{id}, []string{"held"}, []int{2}) // streamed
 	l.committed([]string{"held"}, []uuid.UUID{id})
@@ -185,7 +185,7 @@ func TestRecoveryAfterDroppedSlotKeepsKeyOrder(t *testing.T) {
 	db := connect(t, url)
 	cfg := testConfig(t, url, env.Brokers)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	l, stopLoad := startLoad(t, url)
 	time.Sleep(500 * time.Millisecond)
 	if err := r.stop(); err != nil {
@@ -225,7 +225,7 @@ func TestNewSlotWarnsAboutUnpublishedRows(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
-	waitFor(t, 30*time.Second, "streaming", func() bool { return relay.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return relay.State() == stateStreaming })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestUnfinishedBackfillIsRepeated(t *testing.T) {
 	}
 	cfg.BackfillAll = true
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	w.txn(5, false, true)
 	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")
 	waitDistinct(t, col, w.committed, 30*time.Second)
@@ -302,7 +302,7 @@ func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
 		t.Fatalf("a standby created the slot (%d, %v)", n, err)
 	}
 	mustExec(t, holder, "SELECT pg_advisory_unlock($1, hashtext($2))", slotLockClass, cfg.Slot)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return relay.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return relay.State() == stateStreaming })
 }
 
 // TestBackfillRejectsLikeTheStream: rows of the snapshot that cannot be
@@ -326,7 +326,7 @@ func TestBackfillRejectsLikeTheStream(t *testing.T) {
 	badTopic, tooLarge := insert("bad topic", 10), insert("orders", 2000)
 	good[insert("orders", 10)] = 2
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	rows, err := db.Query(context.Background(), "SELECT event_id, reason FROM outbox_rejected")
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +388,7 @@ func TestBackfillFollowsCommitTimestamps(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.BackfillAll = true
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")
 	waitDistinct(t, col, map[uuid.UUID]int{early: 1, late: 2}, 30*time.Second)
 	var got []string

@@ -45,7 +45,7 @@ func streamDebezium(t *testing.T, cfg Config, brokers []string) string {
 	topic := cfg.TopicPrefix + "Order"
 	deleteTopics(t, brokers, topic)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	return topic
 }
 

@@ -284,7 +284,7 @@ func TestEOSRefusedRecordIsSetAside(t *testing.T) {
 	c := newFPCase(t)
 	c.cfg.ExactlyOnce = true
 	r := startRelay(t, c.cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	first := c.txn(3)
 	waitFor(t, 30*time.Second, "first events committed in Kafka", func() bool {
 		return len(committedCounts(t, c.cfg.Kafka.Brokers, c.topic)) == len(first.ids)
@@ -338,7 +338,7 @@ func TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	db := connect(t, url)
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	first := uuid.New()
 	insertEvent(t, db, first, "k1", 100)
 	waitFor(t, 30*time.Second, "the first event committed in Kafka", func() bool { return len(committedCounts(t, env.Brokers, topic)) == 1 })

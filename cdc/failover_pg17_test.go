@@ -38,7 +38,7 @@ func TestFailoverSlotProtected(t *testing.T) {
 	cfg.FailoverCheckInterval = 300 * time.Millisecond
 	cfg.HeartbeatInterval = 200 * time.Millisecond // progress on the slot, for the standby's copy
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	if s := slotOn(t, db, cfg.Slot); !s.Failover {
 		t.Fatalf("slot %s created without failover: %+v", cfg.Slot, s)
 	}

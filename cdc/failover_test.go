@@ -39,7 +39,7 @@ func TestSlotFailoverOnOldServer(t *testing.T) {
 	cfg.SlotFailover = SlotFailoverAuto
 	cfg.FailoverCheckInterval = 200 * time.Millisecond
 	r = startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	s, err := slots.Status(t.Context(), db, cfg.Slot)
 	if err != nil || s.Failover {
 		t.Fatalf("slot %+v, %v: want a plain slot", s, err)

@@ -42,7 +42,7 @@ func TestRelayReadsAMappedTable(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.Mapping, cfg.Publication = m, pub
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	db := connect(t, url)
 	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
@@ -112,7 +112,7 @@ func TestRelayPayloadTypes(t *testing.T) {
 			cfg.Mapping, cfg.Publication = m, pub
 			cfg.Mapping.Format = outbox.FormatCloudEvents
 			r := startRelay(t, cfg)
-			waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+			waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 			db := connect(t, url)
 			mustExec(t, db, `INSERT INTO shop.events (ev, stream, ref, etype, body) VALUES (gen_random_uuid(), 'p', 1, 'e', `+tc.literal+`)`)
 			col := consume(t, env.Brokers, cfg.TopicPrefix+"p")
@@ -140,7 +140,7 @@ func TestRelayWritesCloudEvents(t *testing.T) {
 	cfg.Mapping = outbox.DefaultMapping()
 	cfg.Mapping.Format, cfg.Mapping.CloudEventsSource = outbox.FormatCloudEvents, "urn:example:orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	db := connect(t, url)
 	id := uuid.New()
 	mustExec(t, db, `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers)

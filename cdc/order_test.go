@@ -139,7 +139,7 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 	cfg.TopicPartitions = 6
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	// One writer: its commit order is the order across keys too.
 	load := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 1, keys: 300, pause: 2 * time.Millisecond}
@@ -211,7 +211,7 @@ func TestPartitionFollowsCommitOrder(t *testing.T) {
 	cfg.TopicPartitions = 3
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg) // creates the slot, then stops: the rows are a backlog
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}

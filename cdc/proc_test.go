@@ -111,7 +111,7 @@ func (p *proc) terminate(t testing.TB) int {
 // exists and START_REPLICATION succeeded).
 func (p *proc) waitStreaming(t testing.TB) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "relay streaming", func() bool { return strings.Contains(p.stderr.String(), "msg=streaming") })
+	waitFor(t, streamingDeadline, "relay streaming", func() bool { return strings.Contains(p.stderr.String(), "msg=streaming") })
 }
 
 // TestSIGKILLMidStreamLosesNothing kills the relay twice while events are

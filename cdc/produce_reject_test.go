@@ -62,7 +62,7 @@ func firstEventThenStop(t *testing.T, env *testenv.Env) (Config, *pgx.Conn, stri
 	db := connect(t, url)
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	first := uuid.New()
 	insertEvent(t, db, first, "k1", 100)
 	col := consume(t, env.Brokers, topic)
@@ -127,7 +127,7 @@ func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
 	db := connect(t, url)
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	id := uuid.New()
 	insertEvent(t, db, id, "k1", 30000) // over --max-message-bytes

@@ -104,7 +104,7 @@ func TestPartitionedOutboxStreamsAndBackfills(t *testing.T) {
 	cfg.OutboxTable, cfg.Publication = "part.outbox", "part_pub"
 	cfg.BackfillAll = true
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	add("a", old.Add(time.Hour)) // streamed, into outbox_old
 	add("b", time.Now())         // streamed, into outbox_new
 	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")

@@ -62,7 +62,7 @@ func TestLostSlotRecoveryMargin(t *testing.T) {
 	cfg := testConfig(t, pg.URL(), env.Brokers)
 	cfg.StateWriteInterval = 200 * time.Millisecond
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	w := newWriter(t, db, 20)
 	// Spread over 3 s: the proposal is rounded down to the second and the
 	// samples are 200ms apart, so about a second of these is republished.

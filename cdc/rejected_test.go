@@ -26,7 +26,7 @@ func TestTooLargeRecordsAreRecordedAndSkipped(t *testing.T) {
 	cfg.Compression = "none" // the broker checks compressed batches
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	topic := cfg.TopicPrefix + "orders"
 
 	insert := func(payloadBytes int) uuid.UUID {

@@ -97,7 +97,7 @@ func TestRelayDeliversCommittedEvents(t *testing.T) {
 	cfg.MaxInFlightEvents = 2000 // exercise backpressure
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	w := newWriter(t, db, 50)
 	began := time.Now()

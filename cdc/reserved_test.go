@@ -83,7 +83,7 @@ func TestReservedNamesGoToOutboxRejected(t *testing.T) {
 		{"outside the allow-list", "payments", `{}`, "not in --allowed-topics"},
 	}
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	col := consume(t, env.Brokers, orders)
 	insert := `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers) VALUES ($1, $2, 'k', 'e', '{"amount": 100000}', $3::jsonb)`
 	want := map[uuid.UUID]int{}

@@ -53,7 +53,7 @@ func TestRelayAvroValues(t *testing.T) {
 	deleteTopics(t, env.Brokers, topic)
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	insert := func(payload string, headers string) uuid.UUID {
 		id := uuid.New()
