@@ -5,13 +5,14 @@ GO ?= go
 BIN := bin/eventforge
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
-# The integration tests share one PostgreSQL cluster and one broker; two
-# packages at a time keep a 2-core machine responsive. Most tests wait on
-# those services, a private one starting or a fault's window, not on the
-# CPU: -parallel lets eight tests of a package (each on its own database,
-# slot and topics) wait at once (docs/development.md, "Where make test
-# spends its time").
-TEST_FLAGS ?= -race -count=1 -p 2 -parallel 8 -timeout 15m
+# The integration tests share one PostgreSQL cluster and one broker. Most
+# of them wait on those services, a private one starting or a fault's
+# window, not on the CPU: three packages at a time (cdc and cmd/eventforge
+# take longest; the third slot runs the rest) and four tests of a package
+# at once (each on its own database, slot and topics). More starved the
+# timing-bound tests on the shared 2-core machine without ending sooner
+# (docs/development.md, "Where make test spends its time").
+TEST_FLAGS ?= -race -count=1 -p 3 -parallel 4 -timeout 15m
 
 .PHONY: all build check up down test test-go test-tools clean-test-data jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
 
