@@ -14,7 +14,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # (docs/development.md, "Where make test spends its time").
 TEST_FLAGS ?= -race -count=1 -p 3 -parallel 4 -timeout 15m
 
-.PHONY: all build check up down test test-go test-tools clean-test-data jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
+.PHONY: all build check up down test test-go test-checks test-tools clean-test-data jaeger vet staticcheck unit fuzz fuzz-smoke demo clean chaos bench api-fuzz image helm-check console console-test
 
 all: build
 
@@ -65,11 +65,12 @@ unit:
 # Everything CI runs: vet, staticcheck, every Go test against the real
 # services, a short fuzz budget for every fuzz target, the schemathesis run
 # of the API, the deployment checks and the console's browser tests. The Go
-# tests mostly wait on services, so the rest runs beside them (test-go and
-# test-tools at once); each part's output is printed whole when it ends.
-# Test data older runs left behind is dropped first (clean-test-data).
+# tests mostly wait on services, so the rest runs beside them in two chains
+# (test-go, test-checks and test-tools at once); the Go tests' output is
+# printed whole when they end. Test data older runs left behind is dropped
+# first (clean-test-data).
 test: up jaeger clean-test-data
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-tools
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-go test-checks test-tools
 
 # The tests that run the eventforge binary take one built here
 # (EVENTFORGE_TEST_BINARY) instead of each package's test building its own;
@@ -82,11 +83,13 @@ test-go:
 
 # fuzz-smoke runs niced: its budget is time, not work, so it takes the CPU
 # the Go tests leave idle and never starves their timing-bound checks.
-test-tools: vet staticcheck
-	@$(MAKE) --no-print-directory api-fuzz
-	@$(MAKE) --no-print-directory helm-check
-	@$(MAKE) --no-print-directory console-test
+test-checks: vet staticcheck
 	@nice -n 10 $(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory helm-check
+
+test-tools:
+	@$(MAKE) --no-print-directory api-fuzz
+	@$(MAKE) --no-print-directory console-test
 
 # Drops what test runs left on the local services (a killed or timed-out
 # run skips its cleanups): databases and topics with a test's unique name

@@ -66,7 +66,11 @@ func TestFailoverSlotProtected(t *testing.T) {
 	if err := r2.stop(); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, db, "SELECT pg_drop_replication_slot($1)", plain)
+	// The server ends the slot's walsender a moment after the relay left.
+	waitFor(t, 10*time.Second, "the plain slot dropped", func() bool {
+		_, err := db.Exec(t.Context(), "SELECT pg_drop_replication_slot($1)", plain)
+		return err == nil
+	})
 }
 
 func slotOn(t testing.TB, db *pgx.Conn, slot string) slots.Slot {

@@ -42,6 +42,7 @@ func TestNewDatabaseIsMigratedAndDroppedAtCleanup(t *testing.T) {
 }
 
 func TestPrivatePostgresSurvivesImmediateRestart(t *testing.T) {
+	t.Parallel()
 	pg := StartPostgres(t)
 	conn := connect(t, pg.URL())
 	if _, err := conn.Exec(t.Context(), "INSERT INTO orders (id, status) VALUES ('o1', 'created')"); err != nil {
