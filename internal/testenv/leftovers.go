@@ -31,6 +31,7 @@ var (
 type Leftovers struct {
 	Databases []string
 	Topics    []string
+	Binaries  []string // paths of eventforge binaries Binary built for test processes
 }
 
 // FindLeftovers lists what tests left on the shared services that nothing
@@ -51,13 +52,40 @@ func FindLeftovers(ctx context.Context, env *Env, kafkaLogDir string, minAge tim
 		return l, err
 	}
 	l.Topics = topics
-	return l, nil
+	root, err := RepoRoot()
+	if err != nil {
+		return l, err
+	}
+	l.Binaries, err = leftoverBinaries(filepath.Join(stateDir(root), "bin"), time.Now().Add(-minAge))
+	return l, err
 }
 
-// Drop drops the databases (their replication slots first) and deletes the
-// topics, and returns every error met on the way.
+// leftoverBinaries are the binaries Binary built (eventforge-test-<pid>)
+// in dir before cutoff: each test process builds its own and none removes
+// it.
+func leftoverBinaries(dir string, cutoff time.Time) ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "eventforge-test-*"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range paths {
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Drop removes the binaries, drops the databases (their replication slots
+// first) and deletes the topics, and returns every error met on the way.
 func (l Leftovers) Drop(ctx context.Context, env *Env) error {
 	var errs []error
+	for _, p := range l.Binaries {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
 	if len(l.Databases) > 0 {
 		admin, err := pgx.Connect(ctx, env.PGURL)
 		if err != nil {

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -84,5 +86,26 @@ func TestTestNames(t *testing.T) {
 		if got := testTopicName.MatchString(tc.name); got != tc.topic {
 			t.Errorf("%s: topic name of a test = %v, want %v", tc.name, got, tc.topic)
 		}
+	}
+}
+
+func TestLeftoverBinariesByAge(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for name, age := range map[string]time.Duration{"eventforge-test-1": 2 * time.Hour, "eventforge-test-2": time.Minute, "eventforge": 2 * time.Hour} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := leftoverBinaries(dir, now.Add(-30*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{filepath.Join(dir, "eventforge-test-1")}; !slices.Equal(got, want) {
+		t.Errorf("leftoverBinaries = %v, want %v (only a test's binary, only an old one)", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 // Command leftovers drops what integration tests left on the shared local
 // services (`make up`): databases and topics named as testenv.UniqueName
-// names them that nothing has used for --min-age. Tests delete what they
+// names them that nothing has used for --min-age, and the eventforge
+// binaries test processes built into the state folder's bin. Tests delete what they
 // create at cleanup; this clears what a killed or timed-out test run left.
 // `make clean-test-data` runs it, and `make test` before the tests.
 //
@@ -49,9 +50,13 @@ func run(ctx context.Context, minAge time.Duration, dryRun bool) error {
 		for _, n := range l.Topics {
 			fmt.Println("topic", n)
 		}
+		for _, n := range l.Binaries {
+			fmt.Println("binary", n)
+		}
 	} else if err := l.Drop(ctx, env); err != nil {
 		return err
 	}
-	fmt.Printf("clean-test-data: %s %d test databases and %d test topics unused for %s\n", verb, len(l.Databases), len(l.Topics), minAge)
+	fmt.Printf("clean-test-data: %s %d test databases, %d test topics and %d test binaries unused for %s\n",
+		verb, len(l.Databases), len(l.Topics), len(l.Binaries), minAge)
 	return nil
 }
