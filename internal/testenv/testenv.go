@@ -194,6 +194,13 @@ func Binary(t testing.TB) string {
 			binary.err = err
 			return
 		}
+		// Each test process builds its own and none outlives its timeout:
+		// what is older than an hour belongs to finished processes.
+		if old, err := leftoverBinaries(dir, time.Now().Add(-time.Hour)); err == nil {
+			for _, p := range old {
+				_ = os.Remove(p)
+			}
+		}
 		binary.path = filepath.Join(dir, fmt.Sprintf("eventforge-test-%d", os.Getpid()))
 		cmd := exec.Command("go", "build", "-o", binary.path, "./cmd/eventforge")
 		cmd.Dir = root
