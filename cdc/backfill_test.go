@@ -123,6 +123,7 @@ func waitCreatingSlot(t *testing.T, db *pgx.Conn, slot string) {
 // and none arrives twice (the snapshot and the stream meet exactly). Rows
 // created before --backfill-since are not published.
 func TestBackfillPublishesSnapshotBeforeStream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -158,7 +159,7 @@ func TestBackfillPublishesSnapshotBeforeStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.committed([]string{"held"}, []uuid.UUID{heldID})
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	id := uuid.New()
 	mustExec(t, db, insertRows, []uuid.UUID{id}, []string{"held"}, []int{2}) // streamed
 	l.committed([]string{"held"}, []uuid.UUID{id})
@@ -178,12 +179,13 @@ func TestBackfillPublishesSnapshotBeforeStream(t *testing.T) {
 // last confirmation. The rows of the gap arrive, before any newer row of
 // their key.
 func TestRecoveryAfterDroppedSlotKeepsKeyOrder(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
 	cfg := testConfig(t, url, env.Brokers)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	l, stopLoad := startLoad(t, url)
 	time.Sleep(500 * time.Millisecond)
 	if err := r.stop(); err != nil {
@@ -223,7 +225,7 @@ func TestNewSlotWarnsAboutUnpublishedRows(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
-	waitFor(t, 30*time.Second, "streaming", func() bool { return relay.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return relay.State() == stateStreaming })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -240,6 +242,7 @@ func TestNewSlotWarnsAboutUnpublishedRows(t *testing.T) {
 // backfill drops the slot, creates it again and publishes the rows; a start
 // without the backfill refuses instead of streaming past them.
 func TestUnfinishedBackfillIsRepeated(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -255,7 +258,7 @@ func TestUnfinishedBackfillIsRepeated(t *testing.T) {
 	}
 	cfg.BackfillAll = true
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	w.txn(5, false, true)
 	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")
 	waitDistinct(t, col, w.committed, 30*time.Second)
@@ -270,6 +273,7 @@ func TestUnfinishedBackfillIsRepeated(t *testing.T) {
 // active), a relay waits as a standby naming the holder's PID and creates
 // nothing; once the lock is free it creates the slot and streams.
 func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -298,13 +302,14 @@ func TestSlotLockKeepsSecondRelayStandby(t *testing.T) {
 		t.Fatalf("a standby created the slot (%d, %v)", n, err)
 	}
 	mustExec(t, holder, "SELECT pg_advisory_unlock($1, hashtext($2))", slotLockClass, cfg.Slot)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return relay.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return relay.State() == stateStreaming })
 }
 
 // TestBackfillRejectsLikeTheStream: rows of the snapshot that cannot be
 // produced (a topic name Kafka refuses, a record over the limit) are
 // recorded in outbox_rejected, as streamed ones are, and the others go out.
 func TestBackfillRejectsLikeTheStream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -321,7 +326,7 @@ func TestBackfillRejectsLikeTheStream(t *testing.T) {
 	badTopic, tooLarge := insert("bad topic", 10), insert("orders", 2000)
 	good[insert("orders", 10)] = 2
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	rows, err := db.Query(context.Background(), "SELECT event_id, reason FROM outbox_rejected")
 	if err != nil {
 		t.Fatal(err)
@@ -383,7 +388,7 @@ func TestBackfillFollowsCommitTimestamps(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.BackfillAll = true
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")
 	waitDistinct(t, col, map[uuid.UUID]int{early: 1, late: 2}, 30*time.Second)
 	var got []string

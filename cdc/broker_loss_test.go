@@ -25,6 +25,7 @@ const frozenBrokerBound = 15 * time.Second
 // on connections of its own), no committed event is lost and none is set
 // aside.
 func TestLostLeaderHoldsNoPartition(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	kc := testenv.StartKafkaCluster(t, 3)
 	for _, loss := range []struct {

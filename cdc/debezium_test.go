@@ -45,7 +45,7 @@ func streamDebezium(t *testing.T, cfg Config, brokers []string) string {
 	topic := cfg.TopicPrefix + "Order"
 	deleteTopics(t, brokers, topic)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	return topic
 }
 
@@ -170,6 +170,7 @@ func (rn *payloadRun) check(t *testing.T, db *pgx.Conn, brokers []string) {
 // gives a record without a value. Before, json and jsonb values were
 // compacted ({"a":1} where Debezium writes {"a": 1}).
 func TestDebeziumValuesAreThePayloadsText(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -202,6 +203,7 @@ func TestDebeziumValuesAreThePayloadsText(t *testing.T) {
 // payload around PostgreSQL's text, the key the envelope of a NOT NULL
 // varchar, and the headers the connector's four, then id.
 func TestDebeziumConvertersThroughTheRelay(t *testing.T) {
+	t.Parallel()
 	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	cfg.Mapping.ValueConverter = outbox.ConverterJSONSchemas
 	cfg.Mapping.KeyConverter = outbox.ConverterJSONSchemas
@@ -242,6 +244,7 @@ func TestDebeziumConvertersThroughTheRelay(t *testing.T) {
 // bits: Debezium's task stops) is set aside in outbox_rejected with that
 // reason, and the rows after it are published.
 func TestExpandedPayloadTheRouterCannotConvert(t *testing.T) {
+	t.Parallel()
 	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	cfg.Mapping.ValueConverter = outbox.ConverterJSONExpanded
 	topic := streamDebezium(t, cfg, env.Brokers)
@@ -267,6 +270,7 @@ func TestExpandedPayloadTheRouterCannotConvert(t *testing.T) {
 // reads rows with SQL instead of the slot, writes the same values as the
 // stream: PostgreSQL's text of each payload.
 func TestDebeziumRepublishWritesThePayloadsText(t *testing.T) {
+	t.Parallel()
 	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	mustExec(t, db, `ALTER TABLE `+cfg.Mapping.Table+` ADD COLUMN created_at timestamptz NOT NULL DEFAULT now()`)
 	cfg.Mapping.CreatedAt = "created_at"

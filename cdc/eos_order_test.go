@@ -49,7 +49,7 @@ func committedByPartition(t testing.TB, brokers []string, topic string) map[stri
 func oneWriterBacklog(t *testing.T, cfg Config, url string) *orderLoad {
 	t.Helper()
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -269,7 +269,7 @@ func TestEOSRefusedRecordIsSetAside(t *testing.T) {
 	c := newFPCase(t)
 	c.cfg.ExactlyOnce = true
 	r := startRelay(t, c.cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	first := c.txn(3)
 	waitFor(t, 30*time.Second, "first events committed in Kafka", func() bool {
 		return len(committedCounts(t, c.cfg.Kafka.Brokers, c.topic)) == len(first.ids)
@@ -323,7 +323,7 @@ func TestEOSOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
 	topic := cfg.TopicPrefix + "orders"
 	keys := sameFirstPartition(cfg.TopicPartitions)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	first := uuid.New()
 	insertEvent(t, db, first, keys[0], 100)
 	waitFor(t, 30*time.Second, "the first event committed in Kafka", func() bool { return len(committedCounts(t, env.Brokers, topic)) == 1 })

@@ -26,6 +26,7 @@ func failoverPG() string {
 // relay confirmed progress, and eventforge_slot_failover_ready turns 1; a
 // plain slot made by hand is converted before the relay streams from it.
 func TestFailoverSlotProtected(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	primary := testenv.StartPostgresVersion(t, failoverPG())
 	standby := primary.StartStandby(t)
@@ -37,7 +38,7 @@ func TestFailoverSlotProtected(t *testing.T) {
 	cfg.FailoverCheckInterval = 300 * time.Millisecond
 	cfg.HeartbeatInterval = 200 * time.Millisecond // progress on the slot, for the standby's copy
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	if s := slotOn(t, db, cfg.Slot); !s.Failover {
 		t.Fatalf("slot %s created without failover: %+v", cfg.Slot, s)
 	}
@@ -65,7 +66,11 @@ func TestFailoverSlotProtected(t *testing.T) {
 	if err := r2.stop(); err != nil {
 		t.Fatal(err)
 	}
-	mustExec(t, db, "SELECT pg_drop_replication_slot($1)", plain)
+	// The server ends the slot's walsender a moment after the relay left.
+	waitFor(t, 10*time.Second, "the plain slot dropped", func() bool {
+		_, err := db.Exec(t.Context(), "SELECT pg_drop_replication_slot($1)", plain)
+		return err == nil
+	})
 }
 
 func slotOn(t testing.TB, db *pgx.Conn, slot string) slots.Slot {

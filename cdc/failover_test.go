@@ -14,6 +14,7 @@ import (
 // error before it creates anything, auto creates a plain slot and reports
 // eventforge_slot_failover_ready 0 (a promotion would lose it).
 func TestSlotFailoverOnOldServer(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -38,7 +39,7 @@ func TestSlotFailoverOnOldServer(t *testing.T) {
 	cfg.SlotFailover = SlotFailoverAuto
 	cfg.FailoverCheckInterval = 200 * time.Millisecond
 	r = startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	s, err := slots.Status(t.Context(), db, cfg.Slot)
 	if err != nil || s.Failover {
 		t.Fatalf("slot %+v, %v: want a plain slot", s, err)

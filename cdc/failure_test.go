@@ -48,7 +48,7 @@ func TestSlotNeverPassesUnackedEvents(t *testing.T) {
 	cfg := testConfig(t, url, k.Brokers())
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	w := newWriter(t, db, 10)
 	w.txn(100, false, true)
@@ -153,7 +153,7 @@ func TestLostSlotIsAnError(t *testing.T) {
 	mustExec(t, db, "SELECT pg_reload_conf()")
 	cfg := testConfig(t, url, env.Brokers)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestStatusUpdatesBeatWalSenderTimeout(t *testing.T) {
 	cfg.StatusInterval = 0 // from the server: 1s
 	cfg.MaxInFlightEvents = 50
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	time.Sleep(5 * time.Second) // idle: only keepalives and status updates
 	w := newWriter(t, db, 10)
 	for range 20 {

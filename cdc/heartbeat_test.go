@@ -42,7 +42,7 @@ func TestHeartbeatKeepsSlotNearWALEnd(t *testing.T) {
 	cfg.HeartbeatInterval = 200 * time.Millisecond
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	start := currentLSN(t, db)
 	for range 20 {

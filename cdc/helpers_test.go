@@ -27,6 +27,7 @@ func testConfig(t testing.TB, pgURL string, brokers []string) Config {
 	c.Kafka = kafka.Config{Brokers: brokers, ClientID: "eventforge-cdc-test"}
 	c.Slot = testenv.UniqueName("slot")
 	c.TopicPrefix = testenv.UniqueName("t") + "."
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, brokers, c.TopicPrefix)
 	c.TopicPartitions = 3
 	c.StatusInterval = 300 * time.Millisecond
 	c.HeartbeatInterval = -1

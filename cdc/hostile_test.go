@@ -43,6 +43,7 @@ type hostileRow struct {
 // relay never restarts its session, every good event arrives and the slot
 // confirms past the last write.
 func TestHostileRowsNeverStopTheRelay(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -50,6 +51,7 @@ func TestHostileRowsNeverStopTheRelay(t *testing.T) {
 	cfg.CreateTopics = false
 	cfg.Compression = "none"
 	good := testenv.UniqueName("hostile")
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, good)
 	missing := testenv.UniqueName("missing")
 	createTopic(t, env.Brokers, good, cfg.TopicPartitions)
 	db := connect(t, url)
@@ -100,7 +102,7 @@ func TestHostileRowsNeverStopTheRelay(t *testing.T) {
 	}
 
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	col := consume(t, env.Brokers, good)
 
 	insert := `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)`

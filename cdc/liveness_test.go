@@ -62,6 +62,7 @@ func logBuffer(t *testing.T) (*slog.Logger, *testenv.Buffer) {
 // not ready and, once the network is back, streams again without losing an
 // event committed before, during or after the freeze.
 func TestHalfOpenConnectionIsDetected(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	direct := env.NewDatabase(t)
 	db := connect(t, direct)
@@ -74,7 +75,7 @@ func TestHalfOpenConnectionIsDetected(t *testing.T) {
 	log, logs := logBuffer(t)
 	r := startRelayLog(t, cfg, log)
 	ready := func() bool { return r.ready(context.Background()) == nil }
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming && ready() })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming && ready() })
 
 	w := newWriter(t, db, 10)
 	w.txn(50, false, true)
@@ -125,7 +126,7 @@ func TestIdleServerIsNotPresumedDead(t *testing.T) {
 	cfg.ReceiveTimeout = 2 * time.Second
 	log, logs := logBuffer(t)
 	r := startRelayLog(t, cfg, log)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	time.Sleep(3 * cfg.ReceiveTimeout)
 	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n != 0 || strings.Contains(logs.String(), ErrServerSilent.Error()) {
 		t.Fatalf("%v sessions failed on a live, idle connection", n)

@@ -35,13 +35,14 @@ func mappedTable(t *testing.T, url, payloadType string) (outbox.Mapping, string)
 // Kafka as the contract's records, extra columns as headers; republish
 // reads it through the same mapping.
 func TestRelayReadsAMappedTable(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	m, pub := mappedTable(t, url, "jsonb")
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.Mapping, cfg.Publication = m, pub
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	db := connect(t, url)
 	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
@@ -92,6 +93,7 @@ func TestRelayReadsAMappedTable(t *testing.T) {
 // is produced as is, bytea byte for byte (pgoutput sends it as \x hex),
 // also when it is not UTF-8.
 func TestRelayPayloadTypes(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	cases := []struct {
 		name, typ, literal string
@@ -115,7 +117,7 @@ func TestRelayPayloadTypes(t *testing.T) {
 			cfg.Mapping, cfg.Publication = m, pub
 			cfg.Mapping.Format = outbox.FormatCloudEvents
 			r := startRelay(t, cfg)
-			waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+			waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 			db := connect(t, url)
 			mustExec(t, db, `INSERT INTO shop.events (ev, stream, ref, etype, body) VALUES (gen_random_uuid(), 'p', 1, 'e', `+tc.literal+`)`)
 			col := consume(t, env.Brokers, cfg.TopicPrefix+"p")
@@ -136,13 +138,14 @@ func TestRelayPayloadTypes(t *testing.T) {
 // TestRelayWritesCloudEvents: --record-format cloudevents writes the binary
 // content mode: ce_* attributes, commit time as ce_time, data as the value.
 func TestRelayWritesCloudEvents(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.Mapping = outbox.DefaultMapping()
 	cfg.Mapping.Format, cfg.Mapping.CloudEventsSource = outbox.FormatCloudEvents, "urn:example:orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	db := connect(t, url)
 	id := uuid.New()
 	mustExec(t, db, `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers)

@@ -139,7 +139,7 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 	cfg.TopicPartitions = 6
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	// One writer: its commit order is the order across keys too.
 	load := &orderLoad{byKey: map[string][]uuid.UUID{}, ids: map[uuid.UUID]int{}, writers: 1, keys: 300, pause: 2 * time.Millisecond}
@@ -204,6 +204,7 @@ func TestPerKeyOrderAcrossBrokerRestarts(t *testing.T) {
 // partitions: read back, every partition's first occurrences follow commit
 // order across keys, not only per key, and every event is there.
 func TestPartitionFollowsCommitOrder(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

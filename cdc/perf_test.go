@@ -80,6 +80,7 @@ const bulkInsert = `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, 
 // TestBigTransactionMemory relays one 1,000,000-row transaction through a
 // relay subprocess and reports its peak RSS (target: under 100 MB).
 func TestBigTransactionMemory(t *testing.T) {
+	t.Parallel()
 	const rows = 1_000_000
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
@@ -156,7 +157,7 @@ func TestCommitToAckLatency(t *testing.T) {
 	cfg := testConfig(t, url, env.Brokers)
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	mustExec(t, db, fmt.Sprintf(bulkInsert, 1, 1)) // create the topic before measuring
 	waitFor(t, 30*time.Second, "topic", func() bool { return topicRecords(t, env.Brokers, cfg.TopicPrefix+"orders") > 0 })
 	before := histogram(t, r)

@@ -111,12 +111,13 @@ func (p *proc) terminate(t testing.TB) int {
 // exists and START_REPLICATION succeeded).
 func (p *proc) waitStreaming(t testing.TB) {
 	t.Helper()
-	waitFor(t, 60*time.Second, "relay streaming", func() bool { return strings.Contains(p.stderr.String(), "msg=streaming") })
+	waitFor(t, streamingDeadline, "relay streaming", func() bool { return strings.Contains(p.stderr.String(), "msg=streaming") })
 }
 
 // TestSIGKILLMidStreamLosesNothing kills the relay twice while events are
 // being written and relayed; every committed event must be in Kafka.
 func TestSIGKILLMidStreamLosesNothing(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -171,6 +172,7 @@ func TestSIGKILLMidStreamLosesNothing(t *testing.T) {
 // TestSecondRelayWaitsAsStandby runs two relays on one slot: only one
 // streams; after SIGKILL of the active one the standby takes over.
 func TestSecondRelayWaitsAsStandby(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -251,6 +253,7 @@ func TestConfigurationErrorExitsNonZero(t *testing.T) {
 // TestHealthAndMetricsEndpoints checks the wiring of `cdc run`: /readyz is
 // ready while streaming and /metrics carries the contract's series.
 func TestHealthAndMetricsEndpoints(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

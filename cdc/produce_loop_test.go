@@ -38,6 +38,7 @@ func mockCluster(t *testing.T, topic string, produce ...any) *sarama.MockBroker 
 // MockBroker that refuses the first request once: the same generation is
 // sent again, and the run publishes both rows instead of stopping.
 func TestRepublishRetriesInPlace(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)

@@ -62,7 +62,7 @@ func firstEventThenStop(t *testing.T, env *testenv.Env) (Config, *pgx.Conn, stri
 	db := connect(t, url)
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	first := uuid.New()
 	insertEvent(t, db, first, "k1", 100)
 	col := consume(t, env.Brokers, topic)
@@ -80,6 +80,7 @@ func firstEventThenStop(t *testing.T, env *testenv.Env) (Config, *pgx.Conn, stri
 // and goes on publishing in the same session, instead of restarting the
 // session forever.
 func TestInvalidTimestampIsSetAside(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	cfg, db, topic, _, col := firstEventThenStop(t, env)
 
@@ -117,6 +118,7 @@ func TestInvalidTimestampIsSetAside(t *testing.T) {
 // deletes it and inserts a new row with the same event id: the new row is
 // another INSERT (another WAL position) and must be produced.
 func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -125,7 +127,7 @@ func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
 	db := connect(t, url)
 	topic := cfg.TopicPrefix + "orders"
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	id := uuid.New()
 	insertEvent(t, db, id, "k1", 30000) // over --max-message-bytes
@@ -143,6 +145,7 @@ func TestRejectedRowDoesNotHideALaterOneWithTheSameEventID(t *testing.T) {
 // those land in outbox_rejected, the others are published, in commit order,
 // in the same session.
 func TestOnlyTheRefusedRecordsOfABatchAreSetAside(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	cfg, db, topic, first, col := firstEventThenStop(t, env)
 

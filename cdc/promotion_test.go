@@ -23,6 +23,7 @@ import (
 // pointed at the standby alone waits for it to be promoted, trying every
 // second without counting a session error.
 func TestPromotionResumes(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	primary := testenv.StartPostgresVersion(t, failoverPG())
 	standby := primary.StartStandby(t)
@@ -31,7 +32,7 @@ func TestPromotionResumes(t *testing.T) {
 	cfg.FailoverCheckInterval = 300 * time.Millisecond
 	cfg.HeartbeatInterval = 200 * time.Millisecond
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	db := connect(t, primary.URL())
 	w := newWriter(t, db, 10)
 	w.txn(10, false, true)

@@ -33,6 +33,7 @@ func partitionedOutbox(t *testing.T, url, publication string, viaRoot bool) {
 // cover would have every insert skipped and confirmed past. The relay stops
 // with one line naming the table, the publication and the fix.
 func TestRefusesOutboxNotInPublication(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := connect(t, url)
@@ -58,6 +59,7 @@ func TestRefusesOutboxNotInPublication(t *testing.T) {
 // publish_via_partition_root = false the rows arrive under the partitions'
 // names and would all be skipped.
 func TestRefusesPartitionedOutboxPublishedPerPartition(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	partitionedOutbox(t, url, "part_pub", false)
@@ -82,6 +84,7 @@ func TestRefusesPartitionedOutboxPublishedPerPartition(t *testing.T) {
 // published via its root streams inserts into every partition, and rows
 // committed before the slot are backfilled from the snapshot.
 func TestPartitionedOutboxStreamsAndBackfills(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	partitionedOutbox(t, url, "part_pub", true)
@@ -101,7 +104,7 @@ func TestPartitionedOutboxStreamsAndBackfills(t *testing.T) {
 	cfg.OutboxTable, cfg.Publication = "part.outbox", "part_pub"
 	cfg.BackfillAll = true
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	add("a", old.Add(time.Hour)) // streamed, into outbox_old
 	add("b", time.Now())         // streamed, into outbox_new
 	col := consume(t, env.Brokers, cfg.TopicPrefix+"orders")

@@ -51,6 +51,7 @@ var backfillSinceArg = regexp.MustCompile(`--backfill-since (\S+)`)
 // enough for the long transaction's row (0 lost), and the duplicates are the
 // events since that transaction began, not an hour's.
 func TestLostSlotRecoveryMargin(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	version := testenv.Version()
 	if version == "" || version >= "17" {
@@ -61,7 +62,7 @@ func TestLostSlotRecoveryMargin(t *testing.T) {
 	cfg := testConfig(t, pg.URL(), env.Brokers)
 	cfg.StateWriteInterval = 200 * time.Millisecond
 	r := startRelay(t, cfg)
-	waitFor(t, 60*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	w := newWriter(t, db, 20)
 	// Spread over 3 s: the proposal is rounded down to the second and the
 	// samples are 200ms apart, so about a second of these is republished.

@@ -18,6 +18,7 @@ import (
 // (the topic's limit was lowered underneath) is recorded after the relay
 // learns the new limit. The stream goes on past both.
 func TestTooLargeRecordsAreRecordedAndSkipped(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -25,7 +26,7 @@ func TestTooLargeRecordsAreRecordedAndSkipped(t *testing.T) {
 	cfg.Compression = "none" // the broker checks compressed batches
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	topic := cfg.TopicPrefix + "orders"
 
 	insert := func(payloadBytes int) uuid.UUID {

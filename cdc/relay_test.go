@@ -90,13 +90,14 @@ func (w *writer) single() {
 }
 
 func TestRelayDeliversCommittedEvents(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
 	cfg.MaxInFlightEvents = 2000 // exercise backpressure
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	w := newWriter(t, db, 50)
 	began := time.Now()

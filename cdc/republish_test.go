@@ -14,6 +14,7 @@ import (
 // rows created in [since, until) go to Kafka again with their event IDs and
 // the relay's message format; rows outside the range do not.
 func TestRepublishResendsRangeWithOriginalIDs(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -82,7 +83,7 @@ func TestSurvivesPostgresImmediateRestart(t *testing.T) {
 	url := pg.URL()
 	cfg := testConfig(t, url, env.Brokers)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	db := connect(t, url)
 	w := newWriter(t, db, 10)
 	for range 5 {

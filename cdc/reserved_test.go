@@ -58,6 +58,7 @@ func TestAllowedTopicsAreValidated(t *testing.T) {
 // route outside --allowed-topics are set aside with their reason, each
 // followed by a good event that is published: the stream goes on.
 func TestReservedNamesGoToOutboxRejected(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -82,7 +83,7 @@ func TestReservedNamesGoToOutboxRejected(t *testing.T) {
 		{"outside the allow-list", "payments", `{}`, "not in --allowed-topics"},
 	}
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	col := consume(t, env.Brokers, orders)
 	insert := `INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers) VALUES ($1, $2, 'k', 'e', '{"amount": 100000}', $3::jsonb)`
 	want := map[uuid.UUID]int{}

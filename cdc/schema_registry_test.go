@@ -36,6 +36,7 @@ const orderAvroV2 = `{"type":"record","name":"Order","namespace":"shop","fields"
 // anything aside, and the events go out once it answers again.
 // Confluent's Python deserializers read every record back.
 func TestRelayAvroValues(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)
@@ -52,7 +53,7 @@ func TestRelayAvroValues(t *testing.T) {
 	deleteTopics(t, env.Brokers, topic)
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 
 	insert := func(payload string, headers string) uuid.UUID {
 		id := uuid.New()
@@ -126,6 +127,7 @@ func rejectedCount(t testing.TB, db *pgx.Conn) int {
 // the stream does (the mapping's encoder, here JSON Schema): a payload
 // that fits is framed, one that does not is rejected with its path.
 func TestRepublishJSONSchemaValues(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	cfg := testConfig(t, url, env.Brokers)

@@ -23,7 +23,7 @@ func TestShutdownIsBoundedWithoutBroker(t *testing.T) {
 	cfg.ShutdownTimeout = timeout
 	db := connect(t, url)
 	r := startRelay(t, cfg)
-	waitFor(t, 30*time.Second, "streaming", func() bool { return r.State() == stateStreaming })
+	waitFor(t, streamingDeadline, "streaming", func() bool { return r.State() == stateStreaming })
 	w := newWriter(t, db, 10)
 	w.txn(10, false, true)
 	col := consume(t, k.Brokers(), cfg.TopicPrefix+"orders")

@@ -128,9 +128,10 @@ func TestWalLevelNotLogicalIsFatal(t *testing.T) {
 		t.Fatalf("Run = %v, want ErrWalLevel", err)
 	}
 	// The command exits non-zero with the reason on its last line.
+	bin := testenv.Binary(t) // built before the deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, testenv.Binary(t), relayArgs(cfg)...)
+	cmd := exec.CommandContext(ctx, bin, relayArgs(cfg)...)
 	cmd.Env = cleanEnv()
 	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
@@ -166,6 +167,7 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 // cannot read the outbox table stops at start-up with one line naming the
 // role, the table and the grant, before it creates the slot.
 func TestBackfillWithoutSelectIsFatal(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	pgURL := env.NewDatabase(t)
 	admin := connect(t, pgURL)

@@ -39,6 +39,7 @@ func insertEvents(t *testing.T, db *pgx.Conn, table string, n int) []uuid.UUID {
 // stopped: the events it consumed are not sent again, every later one is
 // sent once, in commit order.
 func TestTakeOverDebeziumSlot(t *testing.T) {
+	t.Parallel()
 	env, db, cfg := newDebeziumOutbox(t, "jsonb")
 	debeziumSlot(t, db, &cfg)
 

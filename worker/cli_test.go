@@ -21,6 +21,7 @@ import (
 // start-up with status 1 and one clear line on stderr, the password never
 // in it.
 func TestWorkerRunStartupErrors(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	dir := t.TempDir()
 	file := func(name, content string) string {
@@ -53,6 +54,7 @@ func TestWorkerRunStartupErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			bin := testenv.Binary(t) // built before the clock and the deadline start
 			began := time.Now()
 			defer func() {
 				if d := time.Since(began); d > 20*time.Second {
@@ -61,7 +63,7 @@ func TestWorkerRunStartupErrors(t *testing.T) {
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, testenv.Binary(t), tt.args...)
+			cmd := exec.CommandContext(ctx, bin, tt.args...)
 			cmd.Env = append(cmd.Environ(), "EVENTFORGE_KAFKA_BROKERS="+strings.Join(f.brokers, ","), "EVENTFORGE_PG_URL="+f.dbURL)
 			cmd.Env = append(cmd.Env, tt.env...)
 			var stderr strings.Builder
@@ -125,6 +127,7 @@ func unmigrated(t testing.TB, f *fixture) string {
 // begins, /readyz saying why), and applies events once it is back; SIGTERM
 // then stops it with status 0.
 func TestWorkerRunWaitsForPostgres(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ev := f.orderEvent("a")
 	produce(t, f.brokers, ev)

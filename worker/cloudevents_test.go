@@ -13,6 +13,7 @@ import (
 // cloudevents (ce_id, ce_type instead of event_id, event_type) are applied
 // exactly once like the contract's, beside them on the same topic.
 func TestRunnerAppliesCloudEvents(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "o-1", "o-2")
 	m := outbox.DefaultMapping()

@@ -77,6 +77,7 @@ func TestApplyReplayedFlipsDeadLetterRow(t *testing.T) {
 // inbox and counted as a duplicate instead of being retried and
 // dead-lettered again; dlq replay still applies the event exactly once.
 func TestRunnerCopyOfDeadLetteredEventIsDuplicate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "a", "b")
 	var fixed atomic.Bool

@@ -23,9 +23,11 @@ import (
 // a dead-letter topic created with its source's limit, and the partition
 // moves on; before, the producer's 1 MiB limit refused it for ever.
 func TestRunnerDeadLettersLargeRecord(t *testing.T) {
+	t.Parallel()
 	const sourceLimit = 4 << 20
 	f := newFixture(t, 1) // its topic stays unused
 	f.topic = testenv.UniqueName("wt")
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, f.brokers, f.topic)
 	admin, err := sarama.NewClusterAdmin(f.brokers, kafka.Config{Brokers: f.brokers}.Base())
 	if err != nil {
 		t.Fatal(err)

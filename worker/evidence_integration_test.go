@@ -40,6 +40,7 @@ func (f *fixture) orders(t testing.TB, prefix string, n int) []*outbox.Event {
 // wait without end. The second poison event is the partition's last, with
 // nothing behind it to tell an outage: it is dead-lettered too.
 func TestRunnerHandlerNetErrorIsTheEvents(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	evs := f.orders(t, "o", 4)
 	poison := map[string]bool{evs[1].AggregateID: true, evs[3].AggregateID: true}
@@ -203,6 +204,7 @@ func TestRunnerWaitsOutDownstreamOutage(t *testing.T) {
 // arrive) waits like a missing table, the log naming the function, and
 // dead-letters nothing.
 func TestRunnerWaitsForFunctionCreatedLater(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2)
 	evs := f.orders(t, "o", 6)
 	h := worker.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev worker.Event) error {
@@ -245,6 +247,7 @@ func TestRunnerWaitsForFunctionCreatedLater(t *testing.T) {
 // refusing one event's row (SQLSTATE 42501, as a revoked privilege would
 // raise) is that event's failure: it is dead-lettered, the others applied.
 func TestRunnerRowLevelSecurityRefusesOneRow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	evs := f.orders(t, "o", 4)
 	refused := evs[1].AggregateID
@@ -272,6 +275,7 @@ func TestRunnerRowLevelSecurityRefusesOneRow(t *testing.T) {
 // after the first attempt) is applied, not dead-lettered, by the default
 // retry budget even with the shortest waits its jitter allows.
 func TestRunnerDefaultBudgetOutlastsLateRow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ev := f.orderEvent("late")
 	var first atomic.Int64 // unix nanos of the first attempt
@@ -297,6 +301,7 @@ func TestRunnerDefaultBudgetOutlastsLateRow(t *testing.T) {
 // processed_events stops Run at start-up with one line naming the role and
 // the privilege, instead of waiting on the first event.
 func TestRunnerStartupNeedsInboxInsert(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	pool := f.poolAs(t, "wnoins", `GRANT SELECT ON processed_events TO %[1]s`)
 	r := start(t, f.config(), pool, counting)

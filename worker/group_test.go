@@ -84,6 +84,7 @@ func tail(s string, n int) string {
 // applied exactly once: one inbox row per event and an effect counter of 1
 // on every order.
 func TestWorkersKillAndRebalance(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	f := newFixture(t, 6)
 	ids := make([]string, n)

@@ -49,6 +49,7 @@ func fixtureOn(t *testing.T, env *testenv.Env, dbURL string, brokers []string) *
 	t.Helper()
 	f := &fixture{env: env, dbURL: dbURL, brokers: brokers,
 		topic: testenv.UniqueName("wt"), group: testenv.UniqueName("wg")}
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, brokers, f.topic) // the topic and its dead-letter topic
 	pool, err := pgxpool.New(context.Background(), f.dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestApplyOnceTwice(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "o-1")
 	ev := worker.Event{Event: *f.orderEvent("o-1")}
@@ -33,6 +34,7 @@ func TestApplyOnceTwice(t *testing.T) {
 }
 
 func TestApplyOnceConcurrent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "o-1")
 	ev := worker.Event{Event: *f.orderEvent("o-1")}
@@ -91,6 +93,7 @@ func TestApplyOnceConcurrent(t *testing.T) {
 }
 
 func TestApplyOnceRollsBackOnError(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ev := worker.Event{Event: *f.orderEvent("missing")}
 	_, err := worker.ApplyOnce(context.Background(), f.pool, "c", counting, ev)
@@ -117,6 +120,7 @@ func TestApplyOnceRollsBackOnError(t *testing.T) {
 // or already in the inbox) without a second effect, and a poison event
 // rolling the whole batch back; with every handler kind.
 func TestApplyBatch(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ctx := context.Background()
 	handlers := map[string]worker.Handler{"go": counting, "sql": sqlCounting(t, f), "sql-pipelined": sqlCountingPipelined(t, f)}

@@ -37,6 +37,7 @@ func (s *jsonLog) lines(t *testing.T) []map[string]any {
 // dead-letter age rises with the dead letter and falls back to 0 once the
 // event is replayed and applied.
 func TestWorkerObservability(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	ev := f.orderEvent("absent")

@@ -27,6 +27,7 @@ import (
 // route heals, and the log holds one WARN line for the whole outage (not one
 // per partition and retry) and one line when it ends.
 func TestRunnerWaitsOutBlackholedDatabase(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	f := newFixture(t, 4)
 	proxy := testenv.StartProxyAt(t, "127.0.0.1:0", pgHost(t, f.dbURL))
@@ -111,6 +112,7 @@ func pgHost(t testing.TB, u string) string {
 // failover, a botched migration) makes the partitions wait, and they resume
 // when it is back.
 func TestRunnerMissingSchema(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "a", "b")
 	produce(t, f.brokers, f.orderEvent("a"))
@@ -151,6 +153,7 @@ func TestRunnerMissingSchema(t *testing.T) {
 // transient failure after a long outage is retried, not dead-lettered at
 // once.
 func TestRunnerOutageSpendsNoRetryTime(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "a")
 	began := time.Time{}
@@ -183,9 +186,11 @@ func TestRunnerOutageSpendsNoRetryTime(t *testing.T) {
 // again (here: the topic does not exist yet) write one WARN line, not one
 // per attempt, and one line when the group is joined at last.
 func TestRunnerKafkaErrorsLogOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	cfg := f.config()
 	cfg.Topics = []string{testenv.UniqueName("wt")}
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, f.brokers, cfg.Topics[0])
 	var logs testenv.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	r := start(t, cfg, f.pool, counting)

@@ -61,6 +61,7 @@ func highWatermarks(t testing.TB, brokers []string, topic string) map[int32]int6
 // event took effect exactly once, both workers applied some, and the group's
 // committed offsets end at each partition's high watermark (docs/design.md#inbox, #offsets-forward).
 func TestRebalanceDuringBatch(t *testing.T) {
+	t.Parallel()
 	// Six partitions of 200 events, batches of 50 at 100 ms per event: each
 	// batch takes 5 s, so about 15 s of work remain when B joins after the
 	// first batches, longer than a rebalance takes even on a loaded machine.

@@ -14,6 +14,7 @@ import (
 // MaxAttempts is 2 (a lost connection is not the event's fault and spends
 // no attempt), and every event is applied exactly once.
 func TestRunnerSurvivesPostgresRestart(t *testing.T) {
+	t.Parallel()
 	const n = 3000
 	began := time.Now()
 	env := testenv.Shared(t)

@@ -28,6 +28,7 @@ const (
 )
 
 func TestRunnerDuplicateDelivery(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2)
 	f.insertOrders(t, "o-1", "o-2")
 	e1, e2 := f.orderEvent("o-1"), f.orderEvent("o-2")
@@ -51,6 +52,7 @@ func TestRunnerDuplicateDelivery(t *testing.T) {
 // inbox transaction commits, before the offset is marked: the next Runner
 // of the group gets the event again and finds it in the inbox.
 func TestRunnerCrashAfterCommitBeforeOffset(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "o-1", "o-2")
 	e1, e2 := f.orderEvent("o-1"), f.orderEvent("o-2")
@@ -101,6 +103,7 @@ func TestRunnerCrashAfterCommitBeforeOffset(t *testing.T) {
 // only after the dead letter's ack; once the order exists, dlq replay
 // applies the event once.
 func TestRunnerMissingOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 3)
 	h := sqlCounting(t, f)
 	f.insertOrders(t, "present")
@@ -180,6 +183,7 @@ func TestRunnerMissingOrder(t *testing.T) {
 // TestRunnerMalformed: records that are not events are dead-lettered at
 // once with the reason, and the worker carries on.
 func TestRunnerMalformed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	f.insertOrders(t, "good")
 	good := f.orderEvent("good")
@@ -235,6 +239,7 @@ func TestRunnerMalformed(t *testing.T) {
 // Every handler kind: Go (event by event), SQL set-based (batch_sql) and
 // SQL pipelined (a statement per event).
 func TestRunnerBatchPoison(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"go", "sql", "sql-pipelined"} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t, 1)

@@ -28,6 +28,7 @@ import (
 // the reason and its original bytes (which a replay would send as they
 // are); a registry outage is waited out without dead letters.
 func TestRunnerDecodesRegistryValues(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	reg := srfake.New()
 	defer reg.Close()

@@ -14,6 +14,7 @@ import (
 // numbers), and every docs/design.md#anchor cited names an anchor that
 // docs/design.md defines.
 func TestCitationsStayInTheRepository(t *testing.T) {
+	t.Parallel()
 	root := "../.."
 	design, err := os.ReadFile(filepath.Join(root, "docs", "design.md"))
 	if err != nil {

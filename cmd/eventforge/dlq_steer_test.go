@@ -20,6 +20,7 @@ import (
 // one is refused, counted, and marked by dlq list. The victim topic stays
 // empty, and a --topic outside --topic-prefix is refused before any read.
 func TestDLQReplayCannotBeSteered(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	prefix := testenv.UniqueName("team") + "."
 	orders, victim := prefix+"orders", testenv.UniqueName("other")+".payments"

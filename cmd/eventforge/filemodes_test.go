@@ -53,6 +53,7 @@ func writeSecret(t *testing.T, mode os.FileMode) string {
 // group or others may read gets one warning line, or is refused with
 // --strict-file-modes; a 0600 file gets neither.
 func TestSecretFilesOthersCanReadAreFlagged(t *testing.T) {
+	t.Parallel()
 	const pgURL = "postgres://u@127.0.0.1:1/db"
 	kafkaPw := func(f string) []string {
 		return []string{"--kafka-brokers", "127.0.0.1:1", "--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "u", "--kafka-sasl-password-file", f}
@@ -112,6 +113,7 @@ func TestSecretFilesOthersCanReadAreFlagged(t *testing.T) {
 // TestUnauthenticatedListenersBeyondLoopbackWarn: api run without a token on
 // every interface says so in one line; on loopback it says nothing.
 func TestUnauthenticatedListenersBeyondLoopbackWarn(t *testing.T) {
+	t.Parallel()
 	const warn = "serves without authentication beyond loopback"
 	for _, tc := range []struct {
 		addr string

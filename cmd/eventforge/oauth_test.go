@@ -77,8 +77,8 @@ func testOAuthErrors(t *testing.T, e *secureEnv) {
 			[]string{"kafka OAUTHBEARER token out of date", fmt.Sprintf("expired at %s", now.Add(-time.Hour).UTC().Format(time.RFC3339))}},
 	} {
 		for _, cmd := range [][]string{
-			{"cdc", "run", "--metrics-addr", "", "--slot", testenv.UniqueName("slot"), "--topic-prefix", testenv.UniqueName("err") + "."},
-			{"worker", "run", "--group", "g", "--topics", "orders"},
+			{"cdc", "run", "--metrics-addr", "", "--slot", testenv.UniqueName("slot"), "--topic-prefix", testenv.UniqueName("err") + ".", "--kafka-metadata-timeout", failFastMetadata},
+			{"worker", "run", "--group", "g", "--topics", "orders", "--kafka-metadata-timeout", failFastMetadata},
 		} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				t.Parallel()

@@ -19,6 +19,7 @@ import (
 // read a table with other names through one --outbox-config file (bytea
 // payloads, CloudEvents records).
 func TestOutboxCommandsHonourTheMappingFile(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	url := env.NewDatabase(t)
 	db := opsConn(t, url)
@@ -34,6 +35,7 @@ func TestOutboxCommandsHonourTheMappingFile(t *testing.T) {
 		}
 	}
 	prefix := testenv.UniqueName("m") + "."
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 	file := filepath.Join(t.TempDir(), "outbox.yaml")
 	yaml := "table: app.events\nevent_id: id\ntopic: kind\nkey: ref\nevent_type: etype\npayload: body\nheaders: \"-\"\n" +
 		"created_at: written\nrecord_format: cloudevents\ncloudevents_source: /parcels\ntopic_prefix: " + prefix + "\n"

@@ -17,6 +17,7 @@ import (
 // "use of internal package ... not allowed", and an example that drifted
 // from the API fails to compile.
 func TestReadmeLibraryExampleBuildsOutsideTheModule(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a module: not a -short unit test")
 	}

@@ -56,6 +56,7 @@ func docRecipe(t *testing.T, doc, name string) []recipeBlock {
 // private database, slot and topic prefix (the kcat line's topic follows
 // the prefix).
 func TestDebeziumRecipe(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	if _, err := exec.LookPath("kcat"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -66,6 +67,7 @@ func TestDebeziumRecipe(t *testing.T) {
 	url := env.NewEmptyDatabase(t)
 	slot := testenv.UniqueName("slot")
 	prefix := testenv.UniqueName("r") + ".outbox.event."
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)

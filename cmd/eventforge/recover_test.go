@@ -26,6 +26,7 @@ func TestSlotRecoveryIsOneCommand(t *testing.T) {
 	url := env.NewDatabase(t)
 	conn := opsConn(t, url)
 	slot, prefix := testenv.UniqueName("relay"), testenv.UniqueName("rec")+"."
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 	slotstest.Create(t, url, slot, true) // a slot the relay confirmed on, whose events were then lost
 	insert := func() string {
 		id := uuid.NewString()

@@ -34,10 +34,11 @@ func TestRolesReplicationThroughRDSRole(t *testing.T) {
 		t.Fatalf("relay role: REPLICATION %v, member of rds_replication %v (%v); want false, true", attr, member, err)
 	}
 	run := func(extra ...string) string {
+		bin := testenv.Binary(t) // built before the deadline starts
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		args := append([]string{"cdc", "run", "--slot", testenv.UniqueName("slot"), "--metrics-addr", ""}, extra...)
-		cmd := exec.CommandContext(ctx, testenv.Binary(t), args...)
+		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Env = append(os.Environ(), "EVENTFORGE_PG_URL="+r.url(t, dbURL, r.relay), "EVENTFORGE_KAFKA_BROKERS="+strings.Join(env.Brokers, ","))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

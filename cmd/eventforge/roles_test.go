@@ -37,6 +37,7 @@ func TestRolesRunThePipeline(t *testing.T) {
 	brokers := strings.Join(env.Brokers, ",")
 	prefix, slot, group := testenv.UniqueName("roles")+"_", testenv.UniqueName("slot"), testenv.UniqueName("g")
 	topic := prefix + "orders"
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 
 	relayMetrics := testenv.FreeAddr(t)
 	relay := startRolesProc(t, r.url(t, dbURL, r.relay), "cdc", "run", "--slot", slot, "--topic-prefix", prefix,
@@ -135,9 +136,10 @@ func TestRolesMissingPrivilegeStopsCommand(t *testing.T) {
 			if _, err := admin.Exec(t.Context(), fmt.Sprintf(tt.revoke, role, r.group(role))); err != nil {
 				t.Fatal(err)
 			}
+			bin := testenv.Binary(t) // built before the deadline starts
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, testenv.Binary(t), tt.args...)
+			cmd := exec.CommandContext(ctx, bin, tt.args...)
 			cmd.Env = append(os.Environ(), "EVENTFORGE_PG_URL="+r.url(t, dbURL, role), "EVENTFORGE_KAFKA_BROKERS="+brokers)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

@@ -67,6 +67,7 @@ func TestEnvName(t *testing.T) {
 
 // TestConfigurationErrorsExitNonZeroWithOneLine runs the real binary.
 func TestConfigurationErrorsExitNonZeroWithOneLine(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir() + "/eventforge"
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)

@@ -49,7 +49,7 @@ func testSecretsNeverLeak(t *testing.T, e *secureEnv) {
 			t.Parallel()
 			addr := testenv.FreeAddr(t)
 			args := append([]string{"cdc", "run", "--log-level", "debug", "--metrics-addr", addr,
-				"--slot", testenv.UniqueName("slot"), "--pg-url", e.pgURL(e.certs.CAFile, true)},
+				"--slot", testenv.UniqueName("slot"), "--pg-url", e.pgURL(e.certs.CAFile, true), "--kafka-metadata-timeout", failFastMetadata},
 				secSetFlag(e.kafkaArgs(kafka.MechanismPlain, e.certs.CAFile), "--kafka-brokers", testenv.FreeAddr(t))...) // nothing listens
 			relay := e.start(t, "relay", nil, args...)
 			testenv.WaitFor(t, 2*time.Minute, "a reconnect after a failed session", func() bool {
@@ -64,7 +64,7 @@ func testSecretsNeverLeak(t *testing.T, e *secureEnv) {
 		t.Run("worker unreachable broker", func(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"worker", "run", "--log-level", "debug", "--group", "g", "--topics", "orders",
-				"--pg-url", e.pgURL(e.certs.CAFile, false)},
+				"--pg-url", e.pgURL(e.certs.CAFile, false), "--kafka-metadata-timeout", failFastMetadata},
 				secSetFlag(e.kafkaArgs(kafka.MechanismSCRAMSHA512, e.certs.CAFile), "--kafka-brokers", testenv.FreeAddr(t))...)
 			out, err := e.run(t, "worker", nil, args...)
 			secWantFailure(t, out, err, "kafka")

@@ -443,7 +443,7 @@ func testPostgresTLSErrors(t *testing.T, e *secureEnv) {
 	} {
 		for _, cmd := range [][]string{
 			append([]string{"cdc", "run", "--metrics-addr", "", "--slot", testenv.UniqueName("slot")}, kafkaArgs...),
-			append([]string{"worker", "run", "--group", "g", "--topics", "orders"}, kafkaArgs...),
+			append([]string{"worker", "run", "--group", "g", "--topics", "orders", "--kafka-metadata-timeout", failFastMetadata}, kafkaArgs...),
 		} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				out, err := e.run(t, cmd[0], nil, slices.Concat(cmd, []string{"--log-level", "debug", "--pg-url", tc.url})...)
@@ -452,6 +452,11 @@ func testPostgresTLSErrors(t *testing.T, e *secureEnv) {
 		}
 	}
 }
+
+// failFastMetadata bounds the metadata refresh of a command that must fail
+// on a broker refusing it: the reason is known at the first attempt, and the
+// default bound (15 s of retries) would only make the test wait.
+const failFastMetadata = "3s"
 
 func testKafkaSecurityErrors(t *testing.T, e *secureEnv) {
 	wrongPW := filepath.Join(t.TempDir(), "wrong")
@@ -466,8 +471,8 @@ func testKafkaSecurityErrors(t *testing.T, e *secureEnv) {
 		{"untrusted broker", e.kafkaArgs(kafka.MechanismSCRAMSHA256, e.certs.OtherCAFile), []string{"kafka TLS: broker certificate signed by an unknown authority"}},
 	} {
 		for _, cmd := range [][]string{
-			{"cdc", "run", "--metrics-addr", "", "--slot", testenv.UniqueName("slot"), "--topic-prefix", testenv.UniqueName("err") + "."},
-			{"worker", "run", "--group", "g", "--topics", "orders"},
+			{"cdc", "run", "--metrics-addr", "", "--slot", testenv.UniqueName("slot"), "--topic-prefix", testenv.UniqueName("err") + ".", "--kafka-metadata-timeout", failFastMetadata},
+			{"worker", "run", "--group", "g", "--topics", "orders", "--kafka-metadata-timeout", failFastMetadata},
 		} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				t.Parallel() // sarama retries metadata for about 20 s before it gives up

@@ -37,6 +37,7 @@ func TestRealPrometheusScrape(t *testing.T) {
 	dbURL := env.NewDatabase(t)
 	slot := testenv.UniqueName("scrape")
 	prefix := testenv.UniqueName("scr") + "_"
+	testenv.DeleteTopicsWithPrefixAtCleanup(t, env.Brokers, prefix)
 	topic := prefix + "orders"
 	group := testenv.UniqueName("scrapeg")
 	createTopic(t, env.Brokers, topic)

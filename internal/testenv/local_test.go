@@ -16,21 +16,22 @@ import (
 // on a state folder of its own: up twice (the second reuses), both services
 // answer real clients, and down leaves no process behind.
 func TestLocalServicesUpTwiceThenDown(t *testing.T) {
+	t.Parallel()
 	Shared(t)
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(stateDir(root), "private", "local-test-"+UniqueName("s")[2:])
-	t.Setenv("EVENTFORGE_STATE_DIR", state)
+	env := []string{"EVENTFORGE_STATE_DIR=" + state} // the scripts' state folder, not the process's
 	t.Cleanup(func() {
-		_, _ = runScript(root, "down.sh")
+		_, _ = runScriptEnv(root, env, "down.sh")
 		removeAll(filepath.Join(state, "pg"))
 		_ = os.RemoveAll(state)
 	})
 
 	for i := 0; i < 2; i++ {
-		if out, err := runScript(root, "up.sh"); err != nil {
+		if out, err := runScriptEnv(root, env, "up.sh"); err != nil {
 			t.Fatalf("up.sh run %d: %v\n%s", i+1, err, out)
 		}
 	}
@@ -49,7 +50,7 @@ func TestLocalServicesUpTwiceThenDown(t *testing.T) {
 	assertSaramaMetadata(t, brokers)
 	assertKcatMetadata(t, brokers[0])
 
-	if out, err := runScript(root, "down.sh"); err != nil {
+	if out, err := runScriptEnv(root, env, "down.sh"); err != nil {
 		t.Fatalf("down.sh: %v\n%s", err, out)
 	}
 	if left := processesMentioning(t, state); len(left) > 0 {

@@ -14,21 +14,27 @@ import (
 type Postgres struct {
 	root, dir string
 	url       string
+	env       []string // added to pg.sh's environment: the major version
 }
 
 // StartPostgres starts a private cluster with a migrated database
 // "eventforge"; it is stopped and removed at cleanup.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
+	return startPostgres(t, nil)
+}
+
+func startPostgres(t testing.TB, env []string) *Postgres {
+	t.Helper()
 	Shared(t) // the same machine prerequisites; also skips under -short
 	root, dir := privateDir(t, "pg")
-	p := &Postgres{root: root, dir: dir}
+	p := &Postgres{root: root, dir: dir, env: env}
 	t.Cleanup(func() {
-		_, _ = runScript(root, "pg.sh", "kill", dir)
+		_, _ = runScriptEnv(root, env, "pg.sh", "kill", dir)
 		removeAll(dir)
 	})
 	p.Start(t)
-	out, err := runScript(root, "pg.sh", "url", dir)
+	out, err := runScriptEnv(root, env, "pg.sh", "url", dir)
 	if err != nil {
 		t.Fatalf("pg.sh url: %v\n%s", err, out)
 	}
@@ -64,7 +70,7 @@ func (p *Postgres) Restart(t testing.TB, immediate bool) {
 
 func (p *Postgres) run(t testing.TB, cmd string, extra ...string) {
 	t.Helper()
-	out, err := runScript(p.root, "pg.sh", append([]string{cmd, p.dir}, extra...)...)
+	out, err := runScriptEnv(p.root, p.env, "pg.sh", append([]string{cmd, p.dir}, extra...)...)
 	if err != nil {
 		t.Fatalf("pg.sh %s: %v\n%s", cmd, err, out)
 	}

@@ -11,10 +11,12 @@ import (
 // "" for the machine's or EVENTFORGE_PG_VERSION's).
 func StartPostgresVersion(t testing.TB, version string) *Postgres {
 	t.Helper()
-	if version != "" {
-		t.Setenv("EVENTFORGE_PG_VERSION", version) // read by pg.sh; the test runs alone meanwhile
+	if version == "" {
+		return StartPostgres(t)
 	}
-	return StartPostgres(t)
+	// pg.sh reads the version from its environment: this cluster's scripts
+	// get it, the process keeps its own (parallel tests may run others).
+	return startPostgres(t, []string{"EVENTFORGE_PG_VERSION=" + version})
 }
 
 // StartStandby creates a streaming standby of p (a physical slot on p, and
@@ -24,13 +26,13 @@ func StartPostgresVersion(t testing.TB, version string) *Postgres {
 func (p *Postgres) StartStandby(t testing.TB) *Postgres {
 	t.Helper()
 	root, dir := privateDir(t, "pg")
-	s := &Postgres{root: root, dir: dir}
+	s := &Postgres{root: root, dir: dir, env: p.env} // the primary's version
 	t.Cleanup(func() {
-		_, _ = runScript(root, "pg.sh", "kill", dir)
+		_, _ = runScriptEnv(root, s.env, "pg.sh", "kill", dir)
 		removeAll(dir)
 	})
 	s.run(t, "standby", p.dir)
-	out, err := runScript(root, "pg.sh", "url", dir)
+	out, err := runScriptEnv(root, s.env, "pg.sh", "url", dir)
 	if err != nil {
 		t.Fatalf("pg.sh url: %v\n%s", err, out)
 	}

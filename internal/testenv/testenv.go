@@ -143,22 +143,8 @@ func dropDatabase(t testing.TB, adminURL, name string) {
 		return
 	}
 	defer admin.Close(ctx)
-	// A slot of the database keeps it alive and retains WAL: end its walsender
-	// first, then drop the slot, then the database.
-	_, _ = admin.Exec(ctx, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-		WHERE database = $1 AND active_pid IS NOT NULL`, name)
-	for i := 0; i < 50; i++ {
-		_, err = admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots
-			WHERE database = $1 AND NOT active`, name)
-		var left int
-		_ = admin.QueryRow(ctx, `SELECT count(*) FROM pg_replication_slots WHERE database = $1`, name).Scan(&left)
-		if err == nil && left == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-		t.Logf("drop database %s: %v", name, err)
+	if err := dropDatabaseWithSlots(ctx, admin, name); err != nil {
+		t.Logf("%v", err)
 	}
 }
 
@@ -184,10 +170,20 @@ var binary struct {
 	err  error
 }
 
-// Binary builds ./cmd/eventforge once per test process and returns its path.
+// BinaryEnv names a prebuilt eventforge binary for Binary to return instead
+// of building one: make test builds bin/eventforge once for every package's
+// test process.
+const BinaryEnv = "EVENTFORGE_TEST_BINARY"
+
+// Binary builds ./cmd/eventforge once per test process and returns its path
+// (or returns the binary BinaryEnv names).
 func Binary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
+		if p := os.Getenv(BinaryEnv); p != "" {
+			binary.path, binary.err = prebuilt(p)
+			return
+		}
 		root, err := RepoRoot()
 		if err != nil {
 			binary.err = err
@@ -197,6 +193,13 @@ func Binary(t testing.TB) string {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			binary.err = err
 			return
+		}
+		// Each test process builds its own and none outlives its timeout:
+		// what is older than an hour belongs to finished processes.
+		if old, err := leftoverBinaries(dir, time.Now().Add(-time.Hour)); err == nil {
+			for _, p := range old {
+				_ = os.Remove(p)
+			}
 		}
 		binary.path = filepath.Join(dir, fmt.Sprintf("eventforge-test-%d", os.Getpid()))
 		cmd := exec.Command("go", "build", "-o", binary.path, "./cmd/eventforge")
@@ -209,6 +212,18 @@ func Binary(t testing.TB) string {
 		t.Fatal(binary.err)
 	}
 	return binary.path
+}
+
+// prebuilt checks that path is an executable file.
+func prebuilt(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", BinaryEnv, err)
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s: %s is not an executable file", BinaryEnv, path)
+	}
+	return path, nil
 }
 
 // RepoRoot is the folder holding go.mod.
@@ -237,8 +252,16 @@ func stateDir(root string) string {
 }
 
 func runScript(root, name string, args ...string) ([]byte, error) {
+	return runScriptEnv(root, nil, name, args...)
+}
+
+// runScriptEnv is runScript with env added to the process's environment.
+func runScriptEnv(root string, env []string, name string, args ...string) ([]byte, error) {
 	cmd := exec.Command(filepath.Join(root, "deploy", "local", name), args...)
 	cmd.Dir = root
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +42,7 @@ func TestNewDatabaseIsMigratedAndDroppedAtCleanup(t *testing.T) {
 }
 
 func TestPrivatePostgresSurvivesImmediateRestart(t *testing.T) {
+	t.Parallel()
 	pg := StartPostgres(t)
 	conn := connect(t, pg.URL())
 	if _, err := conn.Exec(t.Context(), "INSERT INTO orders (id, status) VALUES ('o1', 'created')"); err != nil {
@@ -49,5 +53,47 @@ func TestPrivatePostgresSurvivesImmediateRestart(t *testing.T) {
 	var status string
 	if err := connect(t, pg.URL()).QueryRow(t.Context(), "SELECT status FROM orders WHERE id = 'o1'").Scan(&status); err != nil {
 		t.Fatalf("committed row after immediate restart: %v", err)
+	}
+}
+
+// TestPrivatePostgresVersionsSideBySide starts private clusters of two
+// major versions from parallel tests: each gets its own version, and the
+// process's EVENTFORGE_PG_VERSION is left as it was.
+func TestPrivatePostgresVersionsSideBySide(t *testing.T) {
+	t.Parallel()
+	before := Version()
+	for _, version := range []string{"16", "17"} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			pg := StartPostgresVersion(t, version)
+			var num string
+			if err := connect(t, pg.URL()).QueryRow(t.Context(), "SHOW server_version_num").Scan(&num); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(num, version) {
+				t.Errorf("server_version_num = %s, want PostgreSQL %s", num, version)
+			}
+			if Version() != before {
+				t.Errorf("EVENTFORGE_PG_VERSION = %q while the cluster runs, want %q", Version(), before)
+			}
+		})
+	}
+}
+
+func TestPrebuiltBinary(t *testing.T) {
+	dir := t.TempDir()
+	exe, plain := filepath.Join(dir, "eventforge"), filepath.Join(dir, "notes")
+	for path, mode := range map[string]os.FileMode{exe: 0o755, plain: 0o644} {
+		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := prebuilt(exe); err != nil || got != exe {
+		t.Errorf("prebuilt(%s) = %q, %v; want the path", exe, got, err)
+	}
+	for _, bad := range []string{plain, dir, filepath.Join(dir, "missing")} {
+		if _, err := prebuilt(bad); err == nil || !strings.Contains(err.Error(), BinaryEnv) {
+			t.Errorf("prebuilt(%s) = %v, want an error naming %s", bad, err, BinaryEnv)
+		}
 	}
 }
