@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
 )
 
 // backfill publishes rng's rows of the snapshot through a producer session
@@ -77,6 +78,7 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 // readOutbox's order, waiting while the in-flight window is full.
 func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracker, feed chan<- *pending, rng outboxRange) (int64, error) {
 	build := outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping)
+	var spans tracing.Batcher
 	var n int64
 	tr.Begin()
 	err := readOutbox(ctx, snap.tx, r.catalog, rng, "the backfill", func(row *outbox.Row) error {
@@ -102,6 +104,7 @@ func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracke
 				p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
 			}
 		}
+		traceRecord(&spans, e, p)
 		p.msg = &p.rec.Msg
 		p.msg.Metadata = p
 		p.size = p.msg.ByteSize(recordVersion)

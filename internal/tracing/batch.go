@@ -1,0 +1,339 @@
+package tracing
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// HeaderRelaySpan is the Kafka header the relay adds to a record whose
+// traceparent is its writer's: the W3C traceparent of the relay's send span
+// that carried the record, so the consumer's span links to it.
+const HeaderRelaySpan = "x-eventforge-relay-traceparent"
+
+// MaxBatch is the most records one send span covers: the SDK's default
+// limit of links per span.
+const MaxBatch = 128
+
+// Attributes of a send span beyond the messaging conventions.
+const (
+	AttrCommitToAck = "eventforge.commit_to_ack_seconds"
+	AttrReason      = "eventforge.reason"
+	attrBatchCount  = "messaging.batch.message_count"
+	attrPartition   = "messaging.destination.partition.id"
+	attrOffset      = "messaging.kafka.offset"
+	attrMessageID   = "messaging.message.id"
+)
+
+// EventRejected names the span event of a record set aside instead of sent.
+const EventRejected = "outbox_rejected"
+
+// producerKind is the option of every producer span, made once.
+var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
+
+// Batch is one producer span ("send <topic>") over the records a producer
+// sent together: up to MaxBatch records of one topic, joined while none of
+// them was acknowledged yet. It starts at its first record's commit and ends
+// once every record it took was settled, so a record's commit→ack time lies
+// within it. Records join it in one goroutine (a Batcher's); settling them
+// is safe from any goroutine.
+//
+// A batch is either linked or a root. A linked batch carries records whose
+// writer put a sampled traceparent in the outbox row: the records keep that
+// traceparent (the event's creation context, which the consumer continues),
+// gain HeaderRelaySpan, and the span links to each writer's span; its parent
+// is its first record's writer span, so it sits in that trace. A root batch
+// carries records without a writer's trace: their traceparent names the
+// batch's span.
+type Batch struct {
+	span      trace.Span
+	sc        trace.SpanContext
+	recording bool
+	linked    bool
+	header    []byte // traceparent of span: shared by the records, never written
+	state     []byte // tracestate of span, nil when empty
+
+	mu       sync.Mutex
+	open     int // joined, not yet settled
+	joined   int
+	acked    int
+	closed   bool // takes no more records
+	partSeen int32
+	parts    int // distinct partitions seen, counted up to 2
+	slowest  float64
+	last     Ack
+}
+
+// Ack is a record's acknowledgment by the broker, for its batch.
+type Ack struct {
+	ID        uuid.UUID
+	Writer    trace.SpanContext // linked batches: the record's traceparent
+	Partition int32
+	Offset    int64   // -1 when the broker did not return one
+	Seconds   float64 // commit→ack
+}
+
+// Batcher hands out the open batch of each topic. Not safe for concurrent
+// use: one goroutine builds the records.
+type Batcher struct {
+	open map[batchKey]*Batch
+}
+
+type batchKey struct {
+	topic  string
+	linked bool
+}
+
+// Join adds a record of topic, committed at commit, to its open batch (or a
+// new one) and returns it, or nil when the record gets no relay span: its
+// writer's traceparent (writer, valid) says the trace is not sampled.
+func (b *Batcher) Join(writer trace.SpanContext, topic string, commit time.Time) *Batch {
+	linked := writer.IsValid()
+	if linked && !writer.IsSampled() {
+		return nil
+	}
+	if b.open == nil {
+		b.open = make(map[batchKey]*Batch)
+	}
+	k := batchKey{topic, linked}
+	if cur := b.open[k]; cur != nil && cur.join() {
+		return cur
+	}
+	cur := startBatch(writer, topic, commit)
+	cur.join()
+	b.open[k] = cur
+	return cur
+}
+
+func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch {
+	ctx := context.Background()
+	if writer.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, writer)
+	}
+	start := time.Now()
+	if !commit.IsZero() && commit.Before(start) {
+		start = commit
+	}
+	_, span := Tracer().Start(ctx, "send "+topic, producerKind, trace.WithTimestamp(start))
+	sc := span.SpanContext()
+	bt := &Batch{span: span, sc: sc, recording: span.IsRecording(), linked: writer.IsValid(),
+		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1}
+	if ts := sc.TraceState().String(); ts != "" {
+		bt.state = []byte(ts)
+	}
+	if bt.recording {
+		span.SetAttributes(Messaging(OpSend, topic, "")[:4]...) // no message id: set at the end for one record
+	}
+	return bt
+}
+
+// join takes one more record unless the batch is closed or full.
+func (bt *Batch) join() bool {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if bt.closed {
+		return false
+	}
+	bt.open++
+	bt.joined++
+	bt.closed = bt.joined >= MaxBatch
+	return true
+}
+
+// SpanContext is the span context of the batch's span.
+func (bt *Batch) SpanContext() trace.SpanContext { return bt.sc }
+
+// Linked reports whether the batch's records keep their writer's traceparent.
+func (bt *Batch) Linked() bool { return bt.linked }
+
+// Mark puts the batch on a record's headers: for a root batch its
+// traceparent (and tracestate) become the span's, for a linked one
+// HeaderRelaySpan is added. The values are shared by the batch's records.
+func (bt *Batch) Mark(headers []sarama.RecordHeader) []sarama.RecordHeader {
+	if bt.linked {
+		return setHeader(headers, keyRelaySpan, bt.header)
+	}
+	headers = setHeader(headers, keyTraceparent, bt.header)
+	if bt.state != nil {
+		return setHeader(headers, keyTracestate, bt.state)
+	}
+	return dropHeader(headers, Tracestate)
+}
+
+// Acked settles a record the broker acknowledged. It returns the span
+// context to give the commit→ack observation as exemplar: the batch's for
+// its first acknowledged record when sampled, else an invalid one (one
+// exemplar a batch keeps the histogram cheap).
+func (bt *Batch) Acked(a Ack) trace.SpanContext {
+	if bt.recording && bt.linked && a.Writer.IsValid() {
+		bt.span.AddLink(trace.Link{SpanContext: a.Writer, Attributes: a.linkAttributes()})
+	}
+	bt.mu.Lock()
+	bt.acked++
+	first := bt.acked == 1
+	bt.note(a)
+	end := bt.settle()
+	bt.mu.Unlock()
+	if end {
+		bt.end()
+	}
+	if first && bt.sc.IsSampled() {
+		return bt.sc
+	}
+	return trace.SpanContext{}
+}
+
+// note keeps what the span's end reports of a. Called with mu held.
+func (bt *Batch) note(a Ack) {
+	bt.slowest = max(bt.slowest, a.Seconds)
+	if bt.parts == 0 || (bt.parts == 1 && a.Partition != bt.partSeen) {
+		bt.parts++
+		bt.partSeen = a.Partition
+	}
+	bt.last = a
+}
+
+// settle ends one record's membership and closes the batch to newcomers:
+// once a record is acked, later ones go to a new batch, so a batch's span
+// never waits for records that came after its first ack. It reports whether
+// the span is due to end. Called with mu held.
+func (bt *Batch) settle() bool {
+	bt.open--
+	bt.closed = true
+	return bt.open == 0
+}
+
+// Abandon settles a record that will not be acked in this batch (set
+// aside, or its session ended).
+func (bt *Batch) Abandon() {
+	bt.mu.Lock()
+	end := bt.settle()
+	bt.mu.Unlock()
+	if end {
+		bt.end()
+	}
+}
+
+func (bt *Batch) end() {
+	if !bt.recording {
+		bt.span.End()
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.Int(attrBatchCount, bt.acked),
+		attribute.Float64(AttrCommitToAck, bt.slowest))
+	if bt.parts == 1 {
+		attrs = append(attrs, attribute.String(attrPartition, strconv.Itoa(int(bt.partSeen))))
+	}
+	if bt.acked == 1 { // one record: its own attributes, as a per-event span would have
+		attrs = append(attrs, attribute.String(attrMessageID, bt.last.ID.String()))
+		if bt.last.Offset >= 0 {
+			attrs = append(attrs, attribute.Int64(attrOffset, bt.last.Offset))
+		}
+	}
+	bt.span.SetAttributes(attrs...)
+	bt.span.End()
+}
+
+func (a Ack) linkAttributes() []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String(attrMessageID, a.ID.String()),
+		attribute.String(attrPartition, strconv.Itoa(int(a.Partition))),
+		attribute.Float64(AttrCommitToAck, a.Seconds),
+		attribute.Int64(attrOffset, a.Offset),
+	}
+	if a.Offset < 0 {
+		return attrs[:3]
+	}
+	return attrs
+}
+
+// Rejected records that a record was set aside instead of sent (for
+// reason): a short send span of its own, a child of its writer's span when
+// writer is valid, with error status and an EventRejected event, and the
+// record leaves its batch (bt, nil when it had none).
+func Rejected(bt *Batch, writer trace.SpanContext, id uuid.UUID, topic, reason string, commit time.Time) {
+	if bt != nil {
+		bt.Abandon()
+	}
+	if !Enabled() {
+		return
+	}
+	ctx := context.Background()
+	if writer.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, writer)
+	}
+	start := time.Now()
+	if !commit.IsZero() && commit.Before(start) {
+		start = commit
+	}
+	_, span := Tracer().Start(ctx, "send "+topic, producerKind, trace.WithTimestamp(start))
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(Messaging(OpSend, topic, id.String())...)
+	span.AddEvent(EventRejected, trace.WithAttributes(attribute.String(AttrReason, reason)))
+	span.SetStatus(codes.Error, "set aside in outbox_rejected")
+	span.End()
+}
+
+// ParseTraceparent reads a W3C traceparent (version 00 layout) without
+// allocating; ok is false when v is not one.
+func ParseTraceparent[T string | []byte](v T) (sc trace.SpanContext, ok bool) {
+	if len(v) < traceparentLen || v[2] != '-' || v[35] != '-' || v[52] != '-' ||
+		(len(v) > traceparentLen && v[traceparentLen] != '-') {
+		return sc, false
+	}
+	var tid trace.TraceID
+	var sid trace.SpanID
+	var flags, version [1]byte
+	if !unhex(version[:], v[0:2]) || version[0] == 0xff ||
+		!unhex(tid[:], v[3:35]) || !unhex(sid[:], v[36:52]) || !unhex(flags[:], v[53:55]) {
+		return sc, false
+	}
+	if version[0] == 0 && len(v) != traceparentLen {
+		return sc, false
+	}
+	sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]) & trace.FlagsSampled, Remote: true})
+	return sc, sc.IsValid()
+}
+
+func unhex[T string | []byte](dst []byte, src T) bool {
+	for i := range dst {
+		hi, ok1 := fromHex(src[2*i])
+		lo, ok2 := fromHex(src[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// HeaderValue is the value of the first header named key in headers, nil
+// when there is none.
+func HeaderValue(headers []sarama.RecordHeader, key string) []byte {
+	for i := range headers {
+		if string(headers[i].Key) == key {
+			return headers[i].Value
+		}
+	}
+	return nil
+}
