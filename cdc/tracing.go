@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -10,31 +11,46 @@ import (
 )
 
 // traceRecord puts p's record in a send span of b when tracing is on
-// (docs/tracing.md): the span of a batch of records sent together, not
-// one span per event, which would cost the relay more than the rest of its
-// work. A record whose row carries a sampled traceparent (or Debezium's
-// tracingspancontext) keeps it and gains the batch span's traceparent in
-// tracing.HeaderRelaySpan; one without gets the batch span's traceparent; a
-// row whose traceparent is not sampled passes unchanged. A record already
-// set aside keeps its writer's traceparent for traceRejected. It runs
-// before p's size is taken: the headers it adds count.
+// (docs/tracing.md): the span of the records of one trace sent together,
+// not one span per event, which would cost the relay more than the rest of
+// its work when many records share a trace (rows without a traceparent, or
+// a job's rows in its trace). The record's traceparent becomes the span's;
+// the span is a child of the row's sampled traceparent (or Debezium's
+// tracingspancontext) when there is one. A row whose traceparent is not
+// sampled passes unchanged; a record already set aside keeps its writer's
+// traceparent for traceRejected. It runs before p's size is taken: the
+// headers it adds count.
 func traceRecord(b *tracing.Batcher, e *outbox.Event, p *pending) {
 	if !tracing.Enabled() {
 		return
 	}
-	writer, _ := tracing.ParseTraceparent(e.Headers[tracing.Traceparent])
+	writer := writerContext(e.Headers)
 	if p.reason != "" { // set aside, never sent: keep its writer's context for its span
 		if writer.IsValid() && tracing.HeaderValue(p.rec.Msg.Headers, tracing.Traceparent) == nil {
 			p.rec.Msg.Headers = tracing.SetRecordHeaders(p.rec.Msg.Headers, writer)
 		}
 		return
 	}
-	bt := b.Join(writer, p.rec.Msg.Topic, p.commit)
+	bt := b.Join(writer, p.id, p.rec.Msg.Topic, p.commit)
 	if bt == nil {
 		return
 	}
 	p.rec.Msg.Headers = bt.Mark(p.rec.Msg.Headers)
 	p.rec.Trace = bt
+}
+
+// writerContext is the span context an outbox row's headers carry: parsed
+// without allocating unless a tracestate comes with it.
+func writerContext(headers map[string]string) trace.SpanContext {
+	tp := headers[tracing.Traceparent]
+	if tp == "" {
+		return trace.SpanContext{}
+	}
+	if headers[tracing.Tracestate] != "" {
+		return trace.SpanContextFromContext(tracing.FromMap(context.Background(), headers))
+	}
+	sc, _ := tracing.ParseTraceparent(tp)
+	return sc
 }
 
 // traceSend is traceRecord for the stream's records.
@@ -69,12 +85,9 @@ func traceAcked(p *pending) (trace.SpanContext, float64) {
 		return trace.SpanContext{}, secs
 	}
 	p.rec.Trace = nil
-	a := tracing.Ack{ID: p.id, Partition: p.msg.Partition, Offset: p.out.Offset, Seconds: secs}
+	a := tracing.Ack{ID: p.id, Key: p.msg.Key, Partition: p.msg.Partition, Offset: p.out.Offset, Seconds: secs}
 	if p.out.Msg == nil { // not the produce engine's: the exactly-once producer set the offset
 		a.Offset = p.msg.Offset
-	}
-	if bt.Linked() {
-		a.Writer, _ = tracing.ParseTraceparent(tracing.HeaderValue(p.msg.Headers, tracing.Traceparent))
 	}
 	return bt.Acked(a), secs
 }

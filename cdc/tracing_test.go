@@ -18,11 +18,10 @@ import (
 )
 
 const (
-	rowTraceparent   = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	rowUnsampledTP   = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
-	rowTraceID       = "4bf92f3577b34da6a3ce929d0e0e4736"
-	rowSpanID        = "00f067aa0ba902b7"
-	relaySpanMissing = ""
+	rowTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	rowUnsampledTP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"
+	rowTraceID     = "4bf92f3577b34da6a3ce929d0e0e4736"
+	rowSpanID      = "00f067aa0ba902b7"
 )
 
 // tracedPending builds the pending event of an outbox row whose headers
@@ -86,18 +85,15 @@ func exemplarTrace(t *testing.T, hist prometheus.Histogram) string {
 	return ""
 }
 
-// A row with a sampled traceparent keeps it (the worker continues the
-// writer's trace); the relay's send span is a child of the writer's span,
-// links to it, and the record names the send span in HeaderRelaySpan.
-func TestSendSpanOfAWritersRowIsItsChildAndNamedInTheRelayHeader(t *testing.T) {
+// A row with a sampled traceparent: the relay's send span is a child of
+// the row's span, starts at the commit, ends on the ack, carries the
+// messaging attributes, and the record's traceparent names it.
+func TestSendSpanContinuesTheRowsTraceAndEndsOnAck(t *testing.T) {
 	rec, off := record(t)
 	defer off()
 	commit := time.Now().Add(-1500 * time.Millisecond)
 	p := tracedPending(t, &stream{}, rowTraceparent, commit)
-	if got := recordHeader(p, tracing.Traceparent); got != rowTraceparent {
-		t.Fatalf("record traceparent %q, want the row's %q", got, rowTraceparent)
-	}
-	relay := recordHeader(p, tracing.HeaderRelaySpan)
+	tp := recordHeader(p, tracing.Traceparent)
 	hist := newHist()
 	ackWith(hist, p, 3, 17)
 
@@ -106,8 +102,8 @@ func TestSendSpanOfAWritersRowIsItsChildAndNamedInTheRelayHeader(t *testing.T) {
 		t.Fatalf("%d spans ended, want 1", len(ended))
 	}
 	s := ended[0]
-	if relay != tracing.FormatTraceparent(s.SpanContext()) {
-		t.Errorf("relay header %q, want the send span's %q", relay, tracing.FormatTraceparent(s.SpanContext()))
+	if tp != tracing.FormatTraceparent(s.SpanContext()) {
+		t.Errorf("record traceparent %q, want the send span's %q", tp, tracing.FormatTraceparent(s.SpanContext()))
 	}
 	if s.Parent().SpanID().String() != rowSpanID || s.SpanContext().TraceID().String() != rowTraceID {
 		t.Errorf("parent %v, want the row's span", s.Parent())
@@ -121,7 +117,8 @@ func TestSendSpanOfAWritersRowIsItsChildAndNamedInTheRelayHeader(t *testing.T) {
 	attrs := attrsOf(s.Attributes())
 	for k, v := range map[attribute.Key]string{"messaging.system": "kafka", "messaging.destination.name": "orders",
 		"messaging.operation.name": "send", "messaging.message.id": p.id.String(),
-		"messaging.destination.partition.id": "3", "messaging.kafka.offset": "17", "messaging.batch.message_count": "1"} {
+		"messaging.destination.partition.id": "3", "messaging.kafka.offset": "17", "messaging.batch.message_count": "1",
+		"messaging.kafka.message.key": "o-1"} {
 		if attrs[k] != v {
 			t.Errorf("%s = %q, want %q", k, attrs[k], v)
 		}
@@ -129,13 +126,47 @@ func TestSendSpanOfAWritersRowIsItsChildAndNamedInTheRelayHeader(t *testing.T) {
 	if attrs[tracing.AttrCommitToAck] == "" {
 		t.Error("no commit→ack attribute")
 	}
-	links := s.Links()
-	if len(links) != 1 || links[0].SpanContext.SpanID().String() != rowSpanID ||
-		attrsOf(links[0].Attributes)["messaging.message.id"] != p.id.String() {
-		t.Errorf("links %+v, want one to the row's span naming the event", links)
+	if l := s.Links(); len(l) != 0 {
+		t.Errorf("links %+v, want none: the row's span is the parent", l)
 	}
 	if got := exemplarTrace(t, hist); got != rowTraceID {
 		t.Errorf("commit→ack exemplar %q, want trace %s", got, rowTraceID)
+	}
+}
+
+// Rows of one trace in flight together share a send span, which links to
+// the writer spans other than its parent; rows of another trace get their
+// own, in their own trace.
+func TestRowsOfOneTraceShareASendSpanAndOthersGetTheirOwn(t *testing.T) {
+	rec, off := record(t)
+	defer off()
+	const sibling = "00-" + rowTraceID + "-b7ad6b7169203331-01"
+	const other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	s := &stream{}
+	ps := []*pending{tracedPending(t, s, rowTraceparent, time.Now()), tracedPending(t, s, sibling, time.Now()),
+		tracedPending(t, s, rowTraceparent, time.Now()), tracedPending(t, s, other, time.Now())}
+	for i, p := range ps {
+		ackWith(newHist(), p, 0, int64(i))
+	}
+	byTrace := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range rec.Ended() {
+		byTrace[sp.SpanContext().TraceID().String()] = sp
+	}
+	mine, theirs := byTrace[rowTraceID], byTrace["0af7651916cd43dd8448eb211c80319c"]
+	if len(rec.Ended()) != 2 || mine == nil || theirs == nil {
+		t.Fatalf("spans %v, want one per trace", rec.Ended())
+	}
+	if attrsOf(mine.Attributes())["messaging.batch.message_count"] != "3" || attrsOf(theirs.Attributes())["messaging.batch.message_count"] != "1" {
+		t.Errorf("counts %v and %v, want 3 and 1", attrsOf(mine.Attributes()), attrsOf(theirs.Attributes()))
+	}
+	l := mine.Links()
+	if len(l) != 1 || l[0].SpanContext.SpanID().String() != "b7ad6b7169203331" || attrsOf(l[0].Attributes)["messaging.message.id"] != ps[1].id.String() {
+		t.Errorf("links %+v, want one to the sibling row's span naming its event", l)
+	}
+	for i, p := range ps[:3] {
+		if recordHeader(p, tracing.Traceparent) != tracing.FormatTraceparent(mine.SpanContext()) {
+			t.Errorf("record %d: traceparent %q, want the shared span's", i, recordHeader(p, tracing.Traceparent))
+		}
 	}
 }
 
@@ -152,9 +183,8 @@ func TestRowsInFlightTogetherShareOneSendSpan(t *testing.T) {
 	}
 	hist := newHist()
 	for i, p := range ps {
-		if recordHeader(p, tracing.HeaderRelaySpan) != relaySpanMissing || recordHeader(p, tracing.Traceparent) != recordHeader(ps[0], tracing.Traceparent) {
-			t.Fatalf("record %d: traceparent %q, relay header %q; want the first record's traceparent and no relay header",
-				i, recordHeader(p, tracing.Traceparent), recordHeader(p, tracing.HeaderRelaySpan))
+		if recordHeader(p, tracing.Traceparent) != recordHeader(ps[0], tracing.Traceparent) {
+			t.Fatalf("record %d: traceparent %q, want the first record's", i, recordHeader(p, tracing.Traceparent))
 		}
 		ackWith(hist, p, int32(i%2), int64(i))
 		if n := len(rec.Ended()); (i < 4 && n != 0) || (i == 4 && n != 1) {
@@ -197,7 +227,7 @@ func TestNoSendSpanForAnUnsampledWritersRow(t *testing.T) {
 	rec, off := record(t)
 	defer off()
 	p := tracedPending(t, &stream{}, rowUnsampledTP, time.Now())
-	if p.rec.Trace != nil || recordHeader(p, tracing.Traceparent) != rowUnsampledTP || recordHeader(p, tracing.HeaderRelaySpan) != "" {
+	if p.rec.Trace != nil || recordHeader(p, tracing.Traceparent) != rowUnsampledTP {
 		t.Fatalf("trace %v, headers %v; want the row's unchanged", p.rec.Trace, p.msg.Headers)
 	}
 	ackWith(newHist(), p, 0, 1)
@@ -221,7 +251,8 @@ func TestNoSendSpanWhenTracingIsOff(t *testing.T) {
 }
 
 // A record set aside in outbox_rejected gets a send span of its own with
-// the reason, and leaves its batch, whose span then ends with the others.
+// the reason (a child of its batch's, in the row's trace), and leaves its
+// batch, whose span then ends with the others.
 func TestARejectedRecordGetsAnErrorSpanAndLeavesItsBatch(t *testing.T) {
 	rec, off := record(t)
 	defer off()
@@ -247,7 +278,7 @@ func TestARejectedRecordGetsAnErrorSpanAndLeavesItsBatch(t *testing.T) {
 		t.Errorf("batch attributes %v, want one record acked", attrsOf(send.Attributes()))
 	}
 	ev := rejected.Events()
-	if rejected.Parent().SpanID().String() != rowSpanID || len(ev) != 1 || ev[0].Name != tracing.EventRejected ||
+	if rejected.Parent().SpanID() != send.SpanContext().SpanID() || len(ev) != 1 || ev[0].Name != tracing.EventRejected ||
 		attrsOf(ev[0].Attributes)[tracing.AttrReason] != refused.reason ||
 		attrsOf(rejected.Attributes())["messaging.message.id"] != refused.id.String() {
 		t.Errorf("rejected span: parent %v, events %+v, attributes %v", rejected.Parent(), ev, attrsOf(rejected.Attributes()))

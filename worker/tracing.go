@@ -29,8 +29,7 @@ const (
 )
 
 // eventSpans are the process spans of a run of consecutive records, one per
-// record, each a child of the span its record's traceparent names (the
-// relay's send span, or the writer's, then linked to the relay's).
+// record, each a child of the producer span its record's traceparent names.
 // A nil *eventSpans (tracing off) does nothing.
 type eventSpans struct {
 	spans []trace.Span
@@ -53,7 +52,7 @@ func (p *partitionWorker) startSpan(m *sarama.ConsumerMessage) trace.Span {
 	ctx := tracing.FromRecord(context.Background(), m.Headers)
 	id, _ := outbox.EventIDHeader(m.Headers)
 	_, span := tracing.Tracer().Start(ctx, "process "+m.Topic,
-		trace.WithSpanKind(trace.SpanKindConsumer), relayLink(m.Headers),
+		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(tracing.Messaging(tracing.OpProcess, m.Topic, id,
 			attribute.String("messaging.destination.partition.id", strconv.Itoa(int(m.Partition))),
 			attribute.Int64("messaging.kafka.offset", m.Offset),
@@ -62,17 +61,6 @@ func (p *partitionWorker) startSpan(m *sarama.ConsumerMessage) trace.Span {
 			attribute.String(attrAggregateID, string(m.Key)),
 			attribute.String(attrConsumer, p.r.cfg.Consumer))...))
 	return span
-}
-
-// relayLink links a process span to the relay's send span of its record
-// when the record names it apart from its traceparent (a writer's
-// traceparent kept: the span is the writer's child, linked to the send).
-func relayLink(headers []*sarama.RecordHeader) trace.SpanStartOption {
-	sc, ok := tracing.ParseTraceparent(tracing.ConsumerHeaders(headers).Get(tracing.HeaderRelaySpan))
-	if !ok {
-		return trace.WithLinks()
-	}
-	return trace.WithLinks(trace.Link{SpanContext: sc})
 }
 
 // context returns ctx carrying the span of record k (the first record's

@@ -13,11 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// HeaderRelaySpan is the Kafka header the relay adds to a record whose
-// traceparent is its writer's: the W3C traceparent of the relay's send span
-// that carried the record, so the consumer's span links to it.
-const HeaderRelaySpan = "x-eventforge-relay-traceparent"
-
 // MaxBatch is the most records one send span covers: the SDK's default
 // limit of links per span.
 const MaxBatch = 128
@@ -30,6 +25,7 @@ const (
 	attrPartition   = "messaging.destination.partition.id"
 	attrOffset      = "messaging.kafka.offset"
 	attrMessageID   = "messaging.message.id"
+	attrKey         = "messaging.kafka.message.key"
 )
 
 // EventRejected names the span event of a record set aside instead of sent.
@@ -38,25 +34,23 @@ const EventRejected = "outbox_rejected"
 // producerKind is the option of every producer span, made once.
 var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
 
-// Batch is one producer span ("send <topic>") over the records a producer
-// sent together: up to MaxBatch records of one topic, joined while none of
-// them was acknowledged yet. It starts at its first record's commit and ends
-// once every record it took was settled, so a record's commit→ack time lies
-// within it. Records join it in one goroutine (a Batcher's); settling them
-// is safe from any goroutine.
+// Batch is one producer span ("send <topic>") over the records of one
+// trace that a producer sent together: up to MaxBatch records of one topic,
+// joined while none of them was acknowledged yet. It starts at its first
+// record's commit and ends once every record it took was settled, so a
+// record's commit→ack time lies within it. The records' traceparent names
+// it, so each consumer's span is its child, in the same trace.
 //
-// A batch is either linked or a root. A linked batch carries records whose
-// writer put a sampled traceparent in the outbox row: the records keep that
-// traceparent (the event's creation context, which the consumer continues),
-// gain HeaderRelaySpan, and the span links to each writer's span; its parent
-// is its first record's writer span, so it sits in that trace. A root batch
-// carries records without a writer's trace: their traceparent names the
-// batch's span.
+// The trace is the writer's when the outbox row carried a sampled
+// traceparent: the span is then a child of the first record's writer span
+// and links to the writer spans of the others. Rows without one share root
+// spans. Records join a batch in one goroutine (a Batcher's); settling them
+// is safe from any goroutine.
 type Batch struct {
 	span      trace.Span
 	sc        trace.SpanContext
+	parent    trace.SpanID // the first record's writer span, when there is one
 	recording bool
-	linked    bool
 	header    []byte // traceparent of span: shared by the records, never written
 	state     []byte // tracestate of span, nil when empty
 
@@ -74,36 +68,46 @@ type Batch struct {
 // Ack is a record's acknowledgment by the broker, for its batch.
 type Ack struct {
 	ID        uuid.UUID
-	Writer    trace.SpanContext // linked batches: the record's traceparent
+	Key       sarama.Encoder // the record's key, nil for none
 	Partition int32
 	Offset    int64   // -1 when the broker did not return one
 	Seconds   float64 // commit→ack
 }
 
-// Batcher hands out the open batch of each topic. Not safe for concurrent
-// use: one goroutine builds the records.
+// Batcher hands out the open batch of each topic and trace. Not safe for
+// concurrent use: one goroutine builds the records.
 type Batcher struct {
 	open map[batchKey]*Batch
 }
 
+// batchKey is a topic and a writer's trace (zero for rows without one).
 type batchKey struct {
-	topic  string
-	linked bool
+	topic string
+	trace trace.TraceID
 }
 
-// Join adds a record of topic, committed at commit, to its open batch (or a
-// new one) and returns it, or nil when the record gets no relay span: its
-// writer's traceparent (writer, valid) says the trace is not sampled.
-func (b *Batcher) Join(writer trace.SpanContext, topic string, commit time.Time) *Batch {
-	linked := writer.IsValid()
-	if linked && !writer.IsSampled() {
+// maxOpenBatches bounds a Batcher's memory of open batches: past it, it
+// forgets them all (they still end once their records are settled). Rows of
+// distinct traces, one batch each, would otherwise grow it without end.
+const maxOpenBatches = 64
+
+// Join adds the record of event id to topic, committed at commit, to the
+// open batch of its writer's trace (writer, invalid when the row had no
+// traceparent) or to a new one, and returns it; nil when the record gets no
+// relay span, its writer's trace not being sampled.
+func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, commit time.Time) *Batch {
+	if writer.IsValid() && !writer.IsSampled() {
 		return nil
 	}
-	if b.open == nil {
-		b.open = make(map[batchKey]*Batch)
+	if b.open == nil || len(b.open) >= maxOpenBatches {
+		b.open = make(map[batchKey]*Batch, maxOpenBatches)
 	}
-	k := batchKey{topic, linked}
+	k := batchKey{topic, writer.TraceID()}
 	if cur := b.open[k]; cur != nil && cur.join() {
+		if cur.recording && writer.IsValid() && writer.SpanID() != cur.parent {
+			cur.span.AddLink(trace.Link{SpanContext: writer,
+				Attributes: []attribute.KeyValue{attribute.String(attrMessageID, id.String())}})
+		}
 		return cur
 	}
 	cur := startBatch(writer, topic, commit)
@@ -123,7 +127,7 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 	}
 	_, span := Tracer().Start(ctx, "send "+topic, producerKind, trace.WithTimestamp(start))
 	sc := span.SpanContext()
-	bt := &Batch{span: span, sc: sc, recording: span.IsRecording(), linked: writer.IsValid(),
+	bt := &Batch{span: span, sc: sc, parent: writer.SpanID(), recording: span.IsRecording(),
 		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1}
 	if ts := sc.TraceState().String(); ts != "" {
 		bt.state = []byte(ts)
@@ -150,16 +154,9 @@ func (bt *Batch) join() bool {
 // SpanContext is the span context of the batch's span.
 func (bt *Batch) SpanContext() trace.SpanContext { return bt.sc }
 
-// Linked reports whether the batch's records keep their writer's traceparent.
-func (bt *Batch) Linked() bool { return bt.linked }
-
-// Mark puts the batch on a record's headers: for a root batch its
-// traceparent (and tracestate) become the span's, for a linked one
-// HeaderRelaySpan is added. The values are shared by the batch's records.
+// Mark makes the batch's span the record's traceparent (and tracestate),
+// with values shared by the batch's records.
 func (bt *Batch) Mark(headers []sarama.RecordHeader) []sarama.RecordHeader {
-	if bt.linked {
-		return setHeader(headers, keyRelaySpan, bt.header)
-	}
 	headers = setHeader(headers, keyTraceparent, bt.header)
 	if bt.state != nil {
 		return setHeader(headers, keyTracestate, bt.state)
@@ -172,9 +169,6 @@ func (bt *Batch) Mark(headers []sarama.RecordHeader) []sarama.RecordHeader {
 // its first acknowledged record when sampled, else an invalid one (one
 // exemplar a batch keeps the histogram cheap).
 func (bt *Batch) Acked(a Ack) trace.SpanContext {
-	if bt.recording && bt.linked && a.Writer.IsValid() {
-		bt.span.AddLink(trace.Link{SpanContext: a.Writer, Attributes: a.linkAttributes()})
-	}
 	bt.mu.Lock()
 	bt.acked++
 	first := bt.acked == 1
@@ -226,7 +220,7 @@ func (bt *Batch) end() {
 		bt.span.End()
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs, attribute.Int(attrBatchCount, bt.acked),
 		attribute.Float64(AttrCommitToAck, bt.slowest))
 	if bt.parts == 1 {
@@ -237,22 +231,14 @@ func (bt *Batch) end() {
 		if bt.last.Offset >= 0 {
 			attrs = append(attrs, attribute.Int64(attrOffset, bt.last.Offset))
 		}
+		if k := bt.last.Key; k != nil {
+			if b, err := k.Encode(); err == nil {
+				attrs = append(attrs, attribute.String(attrKey, string(b)))
+			}
+		}
 	}
 	bt.span.SetAttributes(attrs...)
 	bt.span.End()
-}
-
-func (a Ack) linkAttributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{
-		attribute.String(attrMessageID, a.ID.String()),
-		attribute.String(attrPartition, strconv.Itoa(int(a.Partition))),
-		attribute.Float64(AttrCommitToAck, a.Seconds),
-		attribute.Int64(attrOffset, a.Offset),
-	}
-	if a.Offset < 0 {
-		return attrs[:3]
-	}
-	return attrs
 }
 
 // Rejected records that a record was set aside instead of sent (for

@@ -52,7 +52,7 @@ func TestBatchEndsOnceAfterItsLastRecord(t *testing.T) {
 	var b Batcher
 	var batches []*Batch
 	for range MaxBatch {
-		batches = append(batches, b.Join(trace.SpanContext{}, "orders", time.Now()))
+		batches = append(batches, b.Join(trace.SpanContext{}, uuid.New(), "orders", time.Now()))
 	}
 	if batches[0] != batches[MaxBatch-1] {
 		t.Fatal("records joined before any ack went to different batches")

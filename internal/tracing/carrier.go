@@ -107,7 +107,6 @@ func appendTraceparent(dst []byte, sc trace.SpanContext) []byte {
 var (
 	keyTraceparent = []byte(Traceparent)
 	keyTracestate  = []byte(Tracestate)
-	keyRelaySpan   = []byte(HeaderRelaySpan)
 )
 
 // setHeader sets the header named key (shared, never written) to value.
