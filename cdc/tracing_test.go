@@ -171,8 +171,8 @@ func TestRowsOfOneTraceShareASendSpanAndOthersGetTheirOwn(t *testing.T) {
 }
 
 // Rows without a traceparent that are in flight together share one send
-// span, a root, whose traceparent their records carry; a record acked
-// closes the batch, so the next record starts a new span.
+// span, a root, whose traceparent their records carry; it ends with the
+// last of them, and a record that comes later starts a new span.
 func TestRowsInFlightTogetherShareOneSendSpan(t *testing.T) {
 	rec, off := record(t)
 	defer off()
@@ -204,7 +204,7 @@ func TestRowsInFlightTogetherShareOneSendSpan(t *testing.T) {
 	}
 	after := tracedPending(t, s, "", time.Now())
 	if recordHeader(after, tracing.Traceparent) == recordHeader(ps[0], tracing.Traceparent) {
-		t.Error("a record joined a batch that had an ack already")
+		t.Error("a record joined a batch whose records were all acked")
 	}
 }
 
@@ -302,5 +302,24 @@ func TestARecordSetAsideBeforeSendingGetsAnErrorSpan(t *testing.T) {
 	ended := rec.Ended()
 	if len(ended) != 1 || ended[0].Status().Code != codes.Error || ended[0].Parent().SpanID().String() != rowSpanID {
 		t.Fatalf("spans %v, want one error span under the row's", ended)
+	}
+}
+
+// A record that comes while the others of its batch are in flight joins
+// it, acks between notwithstanding: a drain fills its spans.
+func TestARecordJoinsWhileItsBatchHasRecordsInFlight(t *testing.T) {
+	rec, off := record(t)
+	defer off()
+	s := &stream{}
+	first, second := tracedPending(t, s, "", time.Now()), tracedPending(t, s, "", time.Now())
+	ackWith(newHist(), first, 0, 1)
+	third := tracedPending(t, s, "", time.Now())
+	if recordHeader(third, tracing.Traceparent) != recordHeader(first, tracing.Traceparent) {
+		t.Fatal("a record joined a new batch while its predecessor's had one in flight")
+	}
+	ackWith(newHist(), second, 0, 2)
+	ackWith(newHist(), third, 0, 3)
+	if ended := rec.Ended(); len(ended) != 1 || attrsOf(ended[0].Attributes())["messaging.batch.message_count"] != "3" {
+		t.Fatalf("spans %v, want one of 3 records", ended)
 	}
 }

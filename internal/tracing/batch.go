@@ -36,7 +36,7 @@ var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
 
 // Batch is one producer span ("send <topic>") over the records of one
 // trace that a producer sent together: up to MaxBatch records of one topic,
-// joined while none of them was acknowledged yet. It starts at its first
+// each joining while some of the others were still in flight. It starts at its first
 // record's commit and ends once every record it took was settled, so a
 // record's commit→ack time lies within it. The records' traceparent names
 // it, so each consumer's span is its child, in the same trace.
@@ -62,6 +62,7 @@ type Batch struct {
 	partSeen int32
 	parts    int // distinct partitions seen, counted up to 2
 	slowest  float64
+	exemplar float64 // commit→ack seconds of the last record given the exemplar
 	last     Ack
 }
 
@@ -165,20 +166,24 @@ func (bt *Batch) Mark(headers []sarama.RecordHeader) []sarama.RecordHeader {
 }
 
 // Acked settles a record the broker acknowledged. It returns the span
-// context to give the commit→ack observation as exemplar: the batch's for
-// its first acknowledged record when sampled, else an invalid one (one
-// exemplar a batch keeps the histogram cheap).
+// context to give its commit→ack observation as exemplar: the batch's, when
+// sampled, for its first acknowledged record and for any later one at least
+// twice as slow as the last that had it (so each histogram bucket a batch
+// reaches can get one, at a few exemplars a batch); else an invalid one.
 func (bt *Batch) Acked(a Ack) trace.SpanContext {
 	bt.mu.Lock()
 	bt.acked++
-	first := bt.acked == 1
+	ex := bt.acked == 1 || a.Seconds >= 2*bt.exemplar
+	if ex {
+		bt.exemplar = a.Seconds
+	}
 	bt.note(a)
 	end := bt.settle()
 	bt.mu.Unlock()
 	if end {
 		bt.end()
 	}
-	if first && bt.sc.IsSampled() {
+	if ex && bt.sc.IsSampled() {
 		return bt.sc
 	}
 	return trace.SpanContext{}
@@ -194,14 +199,16 @@ func (bt *Batch) note(a Ack) {
 	bt.last = a
 }
 
-// settle ends one record's membership and closes the batch to newcomers:
-// once a record is acked, later ones go to a new batch, so a batch's span
-// never waits for records that came after its first ack. It reports whether
+// settle ends one record's membership. The last record in flight closes
+// the batch (a record that comes later starts a new one) and reports that
 // the span is due to end. Called with mu held.
 func (bt *Batch) settle() bool {
 	bt.open--
+	if bt.open > 0 {
+		return false
+	}
 	bt.closed = true
-	return bt.open == 0
+	return true
 }
 
 // Abandon settles a record that will not be acked in this batch (set

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -80,5 +81,30 @@ func TestBatchEndsOnceAfterItsLastRecord(t *testing.T) {
 	}
 	if want := int64(MaxBatch - (MaxBatch+9)/10); count != want {
 		t.Errorf("message count %d, want %d acked", count, want)
+	}
+}
+
+// A sampled batch offers its span as exemplar for its first record and for
+// each later one at least twice as slow as the last that had it.
+func TestBatchOffersExemplarsForItsFirstAndMuchSlowerRecords(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	defer Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))()
+	var b Batcher
+	secs := []float64{1, 1.5, 2.5, 3, 4.9, 6}
+	var bt *Batch
+	for range secs {
+		bt = b.Join(trace.SpanContext{}, uuid.New(), "orders", time.Now())
+	}
+	var got []float64
+	for _, s := range secs {
+		if sc := bt.Acked(Ack{Seconds: s}); sc.IsValid() {
+			if !sc.Equal(bt.SpanContext()) {
+				t.Fatalf("exemplar %v, want the batch's span", sc)
+			}
+			got = append(got, s)
+		}
+	}
+	if want := []float64{1, 2.5, 6}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("exemplars for %v, want %v", got, want)
 	}
 }
