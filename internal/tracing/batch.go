@@ -2,8 +2,10 @@ package tracing
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -53,18 +55,24 @@ type Batch struct {
 	recording bool
 	header    []byte // traceparent of span: shared by the records, never written
 	state     []byte // tracestate of span, nil when empty
+	joined    int    // records taken: the Batcher's goroutine only
 
+	// open counts the records joined and not yet settled; closedMark once
+	// the last one settled (no record joins after that).
+	open atomic.Int32
+
+	// What the span's end reports: kept only while recording.
 	mu       sync.Mutex
-	open     int // joined, not yet settled
-	joined   int
 	acked    int
-	closed   bool // takes no more records
 	partSeen int32
 	parts    int // distinct partitions seen, counted up to 2
 	slowest  float64
 	exemplar float64 // commit→ack seconds of the last record given the exemplar
 	last     Ack
 }
+
+// closedMark is Batch.open of a batch whose records were all settled.
+const closedMark = math.MinInt32
 
 // Ack is a record's acknowledgment by the broker, for its batch.
 type Ack struct {
@@ -79,6 +87,10 @@ type Ack struct {
 // concurrent use: one goroutine builds the records.
 type Batcher struct {
 	open map[batchKey]*Batch
+	// last is the batch of the previous record and its key: a drain's
+	// records mostly go to the batch of the one before.
+	last    *Batch
+	lastKey batchKey
 }
 
 // batchKey is a topic and a writer's trace (zero for rows without one).
@@ -100,20 +112,25 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 	if writer.IsValid() && !writer.IsSampled() {
 		return nil
 	}
-	if b.open == nil || len(b.open) >= maxOpenBatches {
-		b.open = make(map[batchKey]*Batch, maxOpenBatches)
-	}
 	k := batchKey{topic, writer.TraceID()}
-	if cur := b.open[k]; cur != nil && cur.join() {
+	cur := b.last
+	if cur == nil || k != b.lastKey {
+		if b.open == nil || len(b.open) >= maxOpenBatches {
+			b.open = make(map[batchKey]*Batch, maxOpenBatches)
+		}
+		cur = b.open[k]
+	}
+	if cur != nil && cur.join() {
 		if cur.recording && writer.IsValid() && writer.SpanID() != cur.parent {
 			cur.span.AddLink(trace.Link{SpanContext: writer,
 				Attributes: []attribute.KeyValue{attribute.String(attrMessageID, id.String())}})
 		}
-		return cur
+	} else {
+		cur = startBatch(writer, topic, commit)
+		cur.join()
+		b.open[k] = cur
 	}
-	cur := startBatch(writer, topic, commit)
-	cur.join()
-	b.open[k] = cur
+	b.last, b.lastKey = cur, k
 	return cur
 }
 
@@ -139,17 +156,22 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 	return bt
 }
 
-// join takes one more record unless the batch is closed or full.
+// join takes one more record unless the batch is full or its records were
+// all settled already.
 func (bt *Batch) join() bool {
-	bt.mu.Lock()
-	defer bt.mu.Unlock()
-	if bt.closed {
+	if bt.joined >= MaxBatch {
 		return false
 	}
-	bt.open++
-	bt.joined++
-	bt.closed = bt.joined >= MaxBatch
-	return true
+	for {
+		o := bt.open.Load()
+		if o < 0 {
+			return false
+		}
+		if bt.open.CompareAndSwap(o, o+1) {
+			bt.joined++
+			return true
+		}
+	}
 }
 
 // SpanContext is the span context of the batch's span.
@@ -171,18 +193,18 @@ func (bt *Batch) Mark(headers []sarama.RecordHeader) []sarama.RecordHeader {
 // twice as slow as the last that had it (so each histogram bucket a batch
 // reaches can get one, at a few exemplars a batch); else an invalid one.
 func (bt *Batch) Acked(a Ack) trace.SpanContext {
-	bt.mu.Lock()
-	bt.acked++
-	ex := bt.acked == 1 || a.Seconds >= 2*bt.exemplar
-	if ex {
-		bt.exemplar = a.Seconds
+	var ex bool
+	if bt.recording {
+		bt.mu.Lock()
+		bt.acked++
+		ex = bt.acked == 1 || a.Seconds >= 2*bt.exemplar
+		if ex {
+			bt.exemplar = a.Seconds
+		}
+		bt.note(a)
+		bt.mu.Unlock()
 	}
-	bt.note(a)
-	end := bt.settle()
-	bt.mu.Unlock()
-	if end {
-		bt.end()
-	}
+	bt.settle()
 	if ex && bt.sc.IsSampled() {
 		return bt.sc
 	}
@@ -200,36 +222,30 @@ func (bt *Batch) note(a Ack) {
 }
 
 // settle ends one record's membership. The last record in flight closes
-// the batch (a record that comes later starts a new one) and reports that
-// the span is due to end. Called with mu held.
-func (bt *Batch) settle() bool {
-	bt.open--
-	if bt.open > 0 {
-		return false
+// the batch (a record that comes later starts a new one) and ends its span;
+// a record that joined meanwhile defers both to its own settling.
+func (bt *Batch) settle() {
+	if bt.open.Add(-1) == 0 && bt.open.CompareAndSwap(0, closedMark) {
+		bt.end()
 	}
-	bt.closed = true
-	return true
 }
 
 // Abandon settles a record that will not be acked in this batch (set
 // aside, or its session ended).
-func (bt *Batch) Abandon() {
-	bt.mu.Lock()
-	end := bt.settle()
-	bt.mu.Unlock()
-	if end {
-		bt.end()
-	}
-}
+func (bt *Batch) Abandon() { bt.settle() }
 
 func (bt *Batch) end() {
 	if !bt.recording {
 		bt.span.End()
 		return
 	}
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
 	attrs := make([]attribute.KeyValue, 0, 7)
-	attrs = append(attrs, attribute.Int(attrBatchCount, bt.acked),
-		attribute.Float64(AttrCommitToAck, bt.slowest))
+	attrs = append(attrs, attribute.Int(attrBatchCount, bt.acked))
+	if bt.slowest > 0 { // records without a commit time (backfill, republish) have none
+		attrs = append(attrs, attribute.Float64(AttrCommitToAck, bt.slowest))
+	}
 	if bt.parts == 1 {
 		attrs = append(attrs, attribute.String(attrPartition, strconv.Itoa(int(bt.partSeen))))
 	}
