@@ -60,7 +60,7 @@ func record(t *testing.T) (*tracetest.SpanRecorder, func()) {
 func attrsOf(kvs []attribute.KeyValue) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, a := range kvs {
-		m[a.Key] = a.Value.Emit()
+		m[a.Key] = a.Value.String()
 	}
 	return m
 }

@@ -134,7 +134,9 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 	return cur
 }
 
-func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch {
+// startSend starts a send span to topic, a child of writer when it is
+// valid (else a root), at the commit when there is one.
+func startSend(writer trace.SpanContext, topic string, commit time.Time) trace.Span {
 	ctx := context.Background()
 	if writer.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, writer)
@@ -144,6 +146,11 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 		start = commit
 	}
 	_, span := Tracer().Start(ctx, "send "+topic, producerKind, trace.WithTimestamp(start))
+	return span
+}
+
+func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch {
+	span := startSend(writer, topic, commit)
 	sc := span.SpanContext()
 	bt := &Batch{span: span, sc: sc, parent: writer.SpanID(), recording: span.IsRecording(),
 		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1}
@@ -275,15 +282,7 @@ func Rejected(bt *Batch, writer trace.SpanContext, id uuid.UUID, topic, reason s
 	if !Enabled() {
 		return
 	}
-	ctx := context.Background()
-	if writer.IsValid() {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, writer)
-	}
-	start := time.Now()
-	if !commit.IsZero() && commit.Before(start) {
-		start = commit
-	}
-	_, span := Tracer().Start(ctx, "send "+topic, producerKind, trace.WithTimestamp(start))
+	span := startSend(writer, topic, commit)
 	if !span.IsRecording() {
 		return
 	}
