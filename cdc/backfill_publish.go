@@ -18,6 +18,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
 )
 
 // backfill publishes rng's rows of the snapshot through a producer session
@@ -81,6 +82,7 @@ func (r *Relay) backfill(ctx context.Context, snap *snapshot, db *pgx.Conn, rng 
 // outboxscan.Read's order, waiting while the in-flight window is full.
 func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracker, feed chan<- *pending, rng outboxscan.Range) (int64, error) {
 	build := outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping)
+	var spans tracing.Batcher
 	var n int64
 	tr.Begin()
 	err := outboxscan.Read(ctx, snap.tx, r.catalog, rng, "the backfill", func(row *outbox.Row) error {
@@ -106,6 +108,7 @@ func (r *Relay) feedSnapshot(ctx context.Context, snap *snapshot, tr *ack.Tracke
 				p.rec.Msg = sarama.ProducerMessage{Topic: build.Topic(e)}
 			}
 		}
+		traceRecord(&spans, e, p)
 		p.msg = &p.rec.Msg
 		p.msg.Metadata = p
 		p.size = p.msg.ByteSize(recordVersion)

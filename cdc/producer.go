@@ -224,6 +224,7 @@ func (ps *producerSession) reject(ctx context.Context, p *pending) error {
 		return err
 	}
 	ps.rejected.Add(p.id, p.lsn)
+	traceRejected(p)
 	ps.m.rejected.Inc()
 	ps.log.Warn("event rejected: recorded in outbox_rejected", append(eventAttrs(p), "lsn", p.lsn, "topic", p.msg.Topic, "reason", p.reason)...)
 	ps.tr.Ack(p.tok)

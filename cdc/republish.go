@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
 )
 
 // RepublishResult counts what Republish did.
@@ -99,7 +100,7 @@ type republisher struct {
 func (rp *republisher) run(ctx context.Context, db *pgx.Conn, client sarama.Client, sc *sarama.Config, rng outboxscan.Range) (RepublishResult, error) {
 	eng, err := newEngine(ctx, client, sc, rp.maxBytes, "", pendingHooks{
 		admit:     rp.admit,
-		delivered: func(*pending) { rp.res.Published++ },
+		delivered: func(p *pending) { rp.res.Published++; traceAcked(p) },
 		reject:    rp.reject,
 		// The limits were read before the producer was configured: a
 		// refusal means one changed during the run, and a new run reads
@@ -152,6 +153,7 @@ func (rp *republisher) reject(ctx context.Context, p *pending) error {
 		return err
 	}
 	rp.res.Rejected++
+	traceRejected(p)
 	rp.log.Warn("event rejected: recorded in outbox_rejected", "event_id", p.id, "topic", p.msg.Topic, "reason", p.reason)
 	return nil
 }
@@ -197,6 +199,7 @@ func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outbox
 // each with the reason it cannot be produced when it cannot.
 func readRepublishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outboxscan.Querier, out chan<- *pending, rng outboxscan.Range) error {
 	build := outbox.NewBuilder(cfg.TopicPrefix).WithFormat(&cat.Mapping)
+	var spans tracing.Batcher
 	err := outboxscan.Read(ctx, q, cat, rng, republishCommand, func(row *outbox.Row) error {
 		e := &row.Event
 		p := &pending{id: e.ID}
@@ -210,6 +213,7 @@ func readRepublishRows(ctx context.Context, cfg *Config, cat *outbox.Catalog, q 
 		}
 		p.msg = &p.rec.Msg
 		p.msg.Topic = build.Topic(e)
+		traceRecord(&spans, e, p)
 		p.msg.Metadata = p
 		p.size = p.msg.ByteSize(recordVersion)
 		select {

@@ -16,6 +16,7 @@ import (
 	"github.com/eventforge/eventforge/cdc/pgoutput"
 	"github.com/eventforge/eventforge/internal/failpoint"
 	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/tracing"
 )
 
 // recordVersion is the Kafka record format sarama sizes records for (v2,
@@ -55,8 +56,9 @@ type stream struct {
 	txnEvents  int           // events of the open transaction
 	nextStatus time.Time
 	lastStatus time.Time
-	lastRecv   time.Time // of the latest message, or when receiving resumed
-	deadline   time.Time // read deadline currently set on the socket
+	lastRecv   time.Time       // of the latest message, or when receiving resumed
+	deadline   time.Time       // read deadline currently set on the socket
+	spans      tracing.Batcher // the send spans of the records (cdc/tracing.go)
 }
 
 // run streams until the session fails (ctx ends, with the cause) or the relay

@@ -17,15 +17,19 @@ import (
 // BenchmarkTracedEvent is the relay's per-event tracing work, record build
 // included as the yardstick: traceSend at publish and ackObserved at the
 // ack, tracing off, sampling everything (batched to an exporter that drops
-// the spans) and sampling 1%. Rows carry no traceparent (root spans).
+// the spans) and sampling 1%; rows without a traceparent (the relay's spans
+// are roots) and rows with a sampled one (a writer's trace, linked).
 func BenchmarkTracedEvent(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
 		sampler sdktrace.Sampler // nil: tracing off
+		writer  bool             // rows carry a sampled traceparent
 	}{
-		{"off", nil},
-		{"on-100%", sdktrace.ParentBased(sdktrace.AlwaysSample())},
-		{"on-1%", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))},
+		{"off", nil, false},
+		{"on-100%", sdktrace.ParentBased(sdktrace.AlwaysSample()), false},
+		{"on-1%", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)), false},
+		{"writer-off", nil, true},
+		{"writer-on-100%", sdktrace.ParentBased(sdktrace.AlwaysSample()), true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			if tc.sampler != nil {
@@ -37,9 +41,22 @@ func BenchmarkTracedEvent(b *testing.B) {
 			build := outbox.NewBuilder("")
 			e := &outbox.Event{ID: uuid.New(), AggregateType: "orders", AggregateID: "o-123456", EventType: "order.created",
 				Payload: []byte(`{"id":"o-123456","amount":1200,"currency":"EUR"}`), CommitTime: time.Now()}
+			if tc.writer {
+				e.Headers = map[string]string{tracing.Traceparent: benchTraceparent}
+			}
 			s := &stream{}
 			ps := &producerSession{m: &metrics{commitToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h", Buckets: commitToAckBuckets()})}}
 			b.ReportAllocs()
+			// Acks come back a window at a time, as from a draining relay
+			// with many records in flight.
+			window := make([]*pending, 0, benchWindow)
+			ack := func() {
+				for _, p := range window {
+					p.out.Offset = 1
+					ps.ackObserved(p)
+				}
+				window = window[:0]
+			}
 			for b.Loop() {
 				p := &pending{id: e.ID, commit: e.CommitTime}
 				if err := build.Build(&p.rec, e); err != nil {
@@ -47,9 +64,16 @@ func BenchmarkTracedEvent(b *testing.B) {
 				}
 				s.traceSend(e, p)
 				p.msg = &p.rec.Msg
-				p.out.Offset = 1
-				ps.ackObserved(p)
+				if window = append(window, p); len(window) == benchWindow {
+					ack()
+				}
 			}
+			ack()
 		})
 	}
 }
+
+// benchWindow is how many records BenchmarkTracedEvent has in flight.
+const benchWindow = 1000
+
+const benchTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

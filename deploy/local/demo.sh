@@ -52,14 +52,17 @@ for i in 1 2 3 4 5; do
 	ids+=("$id")
 done
 
-step "create 3 orders with plain SQL (order row + outbox row in one transaction)"
+step "create 3 orders with plain SQL (order row + outbox row in one transaction, joining a trace of its own)"
 for i in 1 2 3; do
 	id="demo-$run-sql-$i"
+	trace_ids+=("$(python3 -c 'import secrets; print(secrets.token_hex(16))')")
+	traceparent="00-${trace_ids[-1]}-$(python3 -c 'import secrets; print(secrets.token_hex(8))')-01"
 	psql_ <<SQL
 BEGIN;
 INSERT INTO orders (id, status, customer, amount, currency) VALUES ('$id', 'created', 'sql-client', 4200, 'EUR');
-INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload)
-VALUES (gen_random_uuid(), 'orders', '$id', 'order.created', jsonb_build_object('id', '$id', 'amount', 4200, 'currency', 'EUR'));
+INSERT INTO outbox (event_id, aggregate_type, aggregate_id, event_type, payload, headers)
+VALUES (gen_random_uuid(), 'orders', '$id', 'order.created', jsonb_build_object('id', '$id', 'amount', 4200, 'currency', 'EUR'),
+	jsonb_build_object('traceparent', '$traceparent'));
 COMMIT;
 SQL
 	ids+=("$id")
@@ -96,7 +99,7 @@ curl -fsS "http://127.0.0.1:$cdc_port/metrics" | grep -E '^eventforge_(cdc_event
 curl -fsS "http://127.0.0.1:$worker_port/metrics" | grep -E '^eventforge_worker_events_total' || true
 
 if [ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-}" ]; then
-	step "traces (api -> relay -> worker), sent to ${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-$OTEL_EXPORTER_OTLP_ENDPOINT}"
+	step "traces (api or SQL writer -> relay -> worker), sent to ${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-$OTEL_EXPORTER_OTLP_ENDPOINT}"
 	for i in "${!trace_ids[@]}"; do
 		if [ -n "${JAEGER_QUERY_URL:-}" ]; then
 			echo "order ${ids[$i]}: $JAEGER_QUERY_URL/api/traces/${trace_ids[$i]}"

@@ -11,7 +11,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // reserved are header names the contract fills itself; entries of the headers
@@ -50,12 +49,14 @@ func Message(e *Event, topicPrefix string) (*sarama.ProducerMessage, error) {
 type Record struct {
 	Msg        sarama.ProducerMessage
 	key, value sarama.ByteEncoder
-	headers    [3]sarama.RecordHeader // the contract's; more only with a headers column
+	// headers holds the contract's three and room for one more (a
+	// headers column's entry, or the traceparent the relay's tracing sets)
+	// before the slice needs an allocation of its own.
+	headers [4]sarama.RecordHeader
 
-	// Span is the relay's producer span of the record when it is traced
-	// (nil otherwise): started when the record is built, ended on the
-	// broker's ack.
-	Span trace.Span
+	// Trace is the relay's tracing of the record when it is traced (nil
+	// otherwise): the send span it is part of, settled on the broker's ack.
+	Trace any
 }
 
 // Builder builds the records of one relay session: the per-event hot path.

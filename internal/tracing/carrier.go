@@ -70,9 +70,9 @@ func SetRecordHeaders(headers []sarama.RecordHeader, sc trace.SpanContext) []sar
 	if !sc.IsValid() {
 		return headers
 	}
-	headers = setHeader(headers, Traceparent, appendTraceparent(make([]byte, 0, traceparentLen), sc))
+	headers = setHeader(headers, keyTraceparent, appendTraceparent(make([]byte, 0, traceparentLen), sc))
 	if ts := sc.TraceState().String(); ts != "" {
-		return setHeader(headers, Tracestate, []byte(ts))
+		return setHeader(headers, keyTracestate, []byte(ts))
 	}
 	return dropHeader(headers, Tracestate)
 }
@@ -109,18 +109,15 @@ var (
 	keyTracestate  = []byte(Tracestate)
 )
 
-func setHeader(headers []sarama.RecordHeader, key string, value []byte) []sarama.RecordHeader {
+// setHeader sets the header named key (shared, never written) to value.
+func setHeader(headers []sarama.RecordHeader, key, value []byte) []sarama.RecordHeader {
 	for i := range headers {
-		if string(headers[i].Key) == key {
+		if string(headers[i].Key) == string(key) {
 			headers[i].Value = value
 			return headers
 		}
 	}
-	k := keyTraceparent
-	if key == Tracestate {
-		k = keyTracestate
-	}
-	return append(headers, sarama.RecordHeader{Key: k, Value: value})
+	return append(headers, sarama.RecordHeader{Key: key, Value: value})
 }
 
 func dropHeader(headers []sarama.RecordHeader, key string) []sarama.RecordHeader {
