@@ -159,14 +159,7 @@ func (s *services) rebuildStandby(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := filepath.EvalSymlinks(filepath.Join(s.standby, "data"))
-	if err != nil {
-		return err
-	}
-	if err := os.RemoveAll(data); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(s.standby); err != nil {
+	if err := removeCluster(s.standby); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(s.standby, 0o755); err != nil {

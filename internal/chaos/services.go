@@ -56,6 +56,11 @@ func startServices(ctx context.Context, root, dir, pgVersion string, standby boo
 	if standby {
 		s.env[2] += "1"
 		s.standby = s.primary + ".standby"
+		// An earlier run's promotions swapped the two servers' roles:
+		// start from a new primary and standby.
+		if err := s.removePG(); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.script(ctx, "up.sh"); err != nil {
 		return nil, err
@@ -84,6 +89,32 @@ func readEnv(path string) (map[string]string, error) {
 		env[k] = v
 	}
 	return env, sc.Err()
+}
+
+// removePG stops whatever runs in the state directory and removes both
+// PostgreSQL clusters.
+func (s *services) removePG() error {
+	if err := s.down(); err != nil {
+		return err
+	}
+	for _, dir := range []string{s.primary, s.standby} {
+		if err := removeCluster(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeCluster removes the PostgreSQL cluster folder dir and its data,
+// which may live elsewhere (pg.sh links it from /var/tmp when the cluster's
+// OS user cannot reach dir).
+func removeCluster(dir string) error {
+	if data, err := filepath.EvalSymlinks(filepath.Join(dir, "data")); err == nil {
+		if err := os.RemoveAll(data); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(dir)
 }
 
 // restartPG crashes the primary (immediate shutdown: WAL recovery on start,
