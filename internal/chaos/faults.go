@@ -18,23 +18,24 @@ type fault struct {
 	inject func(ctx context.Context)
 }
 
-// schedule is the faults of the run's configuration with their weights:
-// SIGKILLs of relays and of workers, broker restarts and freezes,
-// PostgreSQL immediate restarts and promotions. Faults a configuration
-// leaves out give their share to the others.
+// schedule is the faults of the run's configuration with their weights
+// (out of 100): SIGKILLs of relays and of workers, broker restarts and
+// freezes, PostgreSQL immediate restarts and promotions. The share of the
+// faults a configuration leaves out goes to PostgreSQL restarts.
 func (f *faulter) schedule() []fault {
-	s := []fault{
-		{"relay kill", 30, f.killRelay},
-		{"worker kills", 35, f.killWorkers},
-		{"PostgreSQL restart", 10, f.restartPG},
-	}
-	if !f.cfg.NoBrokerRestarts {
+	pg := fault{"PostgreSQL restart", 10, f.restartPG}
+	s := []fault{{"relay kill", 30, f.killRelay}, {"worker kills", 35, f.killWorkers}}
+	if f.cfg.NoBrokerRestarts {
+		pg.weight += 9 + 8
+	} else {
 		s = append(s, fault{"broker restart", 9, f.restartBroker}, fault{"broker freeze", 8, f.freezeBroker})
 	}
 	if f.cfg.Promotions {
 		s = append(s, fault{"promotion", 8, f.promote})
+	} else {
+		pg.weight += 8
 	}
-	return s
+	return append(s, pg)
 }
 
 // inject injects one fault every 2-6 seconds until ctx ends.

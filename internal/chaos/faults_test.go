@@ -12,19 +12,25 @@ func TestSchedule(t *testing.T) {
 		cfg  func(*Config)
 		want []string
 	}{
-		{"default", func(*Config) {}, []string{"relay kill", "worker kills", "PostgreSQL restart", "broker restart", "broker freeze", "promotion"}},
-		{"no promotions", func(c *Config) { c.Promotions = false }, []string{"relay kill", "worker kills", "PostgreSQL restart", "broker restart", "broker freeze"}},
-		{"no broker faults", func(c *Config) { c.NoBrokerRestarts = true }, []string{"relay kill", "worker kills", "PostgreSQL restart", "promotion"}},
+		{"default", func(*Config) {}, []string{"relay kill", "worker kills", "broker restart", "broker freeze", "promotion", "PostgreSQL restart"}},
+		{"no promotions", func(c *Config) { c.Promotions = false }, []string{"relay kill", "worker kills", "broker restart", "broker freeze", "PostgreSQL restart"}},
+		{"no broker faults", func(c *Config) { c.NoBrokerRestarts = true }, []string{"relay kill", "worker kills", "promotion", "PostgreSQL restart"}},
+		{"neither", func(c *Config) { c.NoBrokerRestarts, c.Promotions = true, false }, []string{"relay kill", "worker kills", "PostgreSQL restart"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tc.cfg(&cfg)
 			var got []string
+			total := 0
 			for _, f := range (&faulter{run: &run{cfg: cfg}}).schedule() {
 				if f.weight <= 0 || f.inject == nil {
 					t.Errorf("%s: weight %d", f.name, f.weight)
 				}
 				got = append(got, f.name)
+				total += f.weight
+			}
+			if total != 100 {
+				t.Errorf("weights add up to %d, want 100 (the share of a fault left out goes to PostgreSQL restarts)", total)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("schedule %v, want %v", got, tc.want)
