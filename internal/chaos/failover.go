@@ -59,11 +59,7 @@ func (s *services) serverURL(ctx context.Context, dir, db string) (string, error
 // onServer runs statements, each alone, on the postgres database of the
 // cluster in dir.
 func (s *services) onServer(ctx context.Context, dir string, stmts ...string) error {
-	u, err := s.serverURL(ctx, dir, "postgres")
-	if err != nil {
-		return err
-	}
-	c, err := pgx.Connect(ctx, u)
+	c, err := s.connect(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -110,17 +106,25 @@ func (s *services) promotionReady(ctx context.Context, slot string) bool {
 	return err == nil && streaming == 1 && synced == 1
 }
 
+// query scans the one value of q into dst, on the postgres database of
+// the cluster in dir.
 func (s *services) query(ctx context.Context, dir, q string, dst any, args ...any) error {
-	u, err := s.serverURL(ctx, dir, "postgres")
-	if err != nil {
-		return err
-	}
-	c, err := pgx.Connect(ctx, u)
+	c, err := s.connect(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	return c.QueryRow(ctx, q, args...).Scan(dst)
+}
+
+// connect opens a connection to the postgres database of the cluster in
+// dir.
+func (s *services) connect(ctx context.Context, dir string) (*pgx.Conn, error) {
+	u, err := s.serverURL(ctx, dir, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.Connect(ctx, u)
 }
 
 // promote stops the primary hard and promotes the standby, which becomes
