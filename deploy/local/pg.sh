@@ -207,8 +207,7 @@ unstandby() {
 		psql_at "$pport" postgres -c "SELECT pg_drop_replication_slot('$name') FROM pg_replication_slots WHERE slot_name = '$name'" >/dev/null
 	fi
 	local data; data=$(readlink -f "$dir/data")
-	as_owner rm -rf "$data"
-	rm -rf "$dir"
+	rm -rf "$data" "$dir"
 	log "removed the standby $name"
 }
 
