@@ -27,6 +27,16 @@ build:
 PG_VERSION ?= $(EVENTFORGE_PG_VERSION)
 export EVENTFORGE_PG_VERSION := $(PG_VERSION)
 
+# Failover drills on make up (docs/development.md): STANDBY=1 adds a
+# streaming standby of the local PostgreSQL (slot synchronisation from 17,
+# so with PG_VERSION=17 or 18), KAFKA_NODES=3 runs a 3-node Kafka cluster
+# instead of the single broker. Both default to the plain setup; a make up
+# without STANDBY removes a standby an earlier one made.
+STANDBY ?= $(EVENTFORGE_STANDBY)
+export EVENTFORGE_STANDBY := $(STANDBY)
+KAFKA_NODES ?= $(EVENTFORGE_KAFKA_NODES)
+export EVENTFORGE_KAFKA_NODES := $(KAFKA_NODES)
+
 up:
 	@deploy/local/up.sh
 
@@ -175,10 +185,14 @@ fuzz-smoke:
 			echo "warn $$0 $$1: context deadline exceeded without a failing input (golang/go#75804)"; exit 0; fi; \
 		if [ $$rc -eq 0 ]; then echo "ok   $$0 $$1"; else echo "FAIL $$0 $$1"; echo "$$out"; fi; exit $$rc'
 
-# Chaos run on PRIVATE services under .eventforge/chaos: load with
-# labelled commit outcomes, SIGKILLs of relays and workers, broker and
-# PostgreSQL restarts, then the lost/phantom/order/double-applied check.
-# Not part of make test.
+# Chaos run on PRIVATE services under .eventforge/chaos (a 3-node Kafka
+# cluster, a PostgreSQL 17 primary and a synchronous standby with slot
+# synchronisation; PG_VERSION=18 picks 18): load with labelled commit
+# outcomes, SIGKILLs of relays and workers, broker restarts and freezes
+# (SIGSTOP for 10-20 s), PostgreSQL restarts and promotions of the standby,
+# then the lost/phantom/order/double-applied check. Not part of make test.
+# CHAOS_FLAGS='--kafka-nodes 1 --promotions=false' is the lighter run of
+# one broker and one PostgreSQL server.
 # CHAOS_FLAGS=--exactly-once runs the relays in exactly-once mode and
 # requires duplicates=0.
 DURATION ?= 120s

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,13 +16,16 @@ import (
 )
 
 // TestPromotionResumes promotes the standby of a PostgreSQL 17 primary,
-// stopped hard under a writer. The relay on a multi-host URL
+// stopped hard under a writer while the standby was standbyLag behind (the
+// primary's walsender to it stopped): the transactions of those seconds
+// are lost with the primary. The relay on a multi-host URL
 // (target_session_attrs=read-write) resumes on the promoted server by
 // itself, from the synced failover slot: every event of the surviving
-// database reaches Kafka, none that it lacks does, and relay_state on the
-// promoted server holds no position of the old primary's. A second relay
-// pointed at the standby alone waits for it to be promoted, trying every
-// second without counting a session error.
+// database reaches Kafka, none that it lacks does (the primary held the
+// lost ones back from the relay until the standby had them), and
+// relay_state on the promoted server holds no position of the old
+// primary's. A second relay pointed at the standby alone waits for it to
+// be promoted, trying every second without counting a session error.
 func TestPromotionResumes(t *testing.T) {
 	t.Parallel()
 	env := testenv.Shared(t)
@@ -48,8 +52,12 @@ func TestPromotionResumes(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var written int
 	wg.Add(1)
-	go func() { defer wg.Done(); writeUntilFailure(primary.URL(), stop) }()
+	go func() { defer wg.Done(); written = writeUntilFailure(primary.URL(), stop) }()
+	time.Sleep(time.Second) // the standby streams what the writer commits
+	lagFrom := time.Now()
+	freezeWALSender(t, db)
 	time.Sleep(2 * time.Second) // the waiter tries twice meanwhile
 	if n := metricValue(t, waiter, "eventforge_cdc_session_errors_total"); n != 0 || waiter.ready(t.Context()) == nil {
 		t.Errorf("the relay on the standby counted %v session errors while it waited for a primary (ready: %v)", n, waiter.ready(t.Context()))
@@ -57,6 +65,8 @@ func TestPromotionResumes(t *testing.T) {
 	if err := waiter.stop(); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(time.Until(lagFrom.Add(standbyLag)))
+	errorsBefore := metricValue(t, r, "eventforge_cdc_session_errors_total")
 	primary.Kill(t)
 	close(stop)
 	wg.Wait()
@@ -97,8 +107,12 @@ func TestPromotionResumes(t *testing.T) {
 		}
 		dups += n - 1
 	}
-	t.Logf("promotion: %d surviving events, %d in Kafka that the promoted server lacks, %d duplicates; first event written after the promotion read from Kafka %s after it",
-		len(surviving), ghosts, dups, resumed.Round(time.Millisecond))
+	lost := len(w.committed) + 2*written - (len(surviving) - len(after))
+	t.Logf("promotion with the standby %s behind: %d events committed on the old primary never reached the standby; %d surviving events, %d in Kafka that the promoted server lacks, %d duplicates; first event written after the promotion read from Kafka %s after it",
+		standbyLag, lost, len(surviving), ghosts, dups, resumed.Round(time.Millisecond))
+	if lost == 0 {
+		t.Error("the standby lost nothing with the old primary: the test did not put it behind")
+	}
 	if ghosts != 0 {
 		t.Errorf("%d events in Kafka that the promoted server never had", ghosts)
 	}
@@ -108,10 +122,10 @@ func TestPromotionResumes(t *testing.T) {
 	if bumped := <-stateWatch; bumped != "" {
 		t.Error(bumped)
 	}
-	if n := metricValue(t, r, "eventforge_cdc_session_errors_total"); n > 1 {
+	if n := metricValue(t, r, "eventforge_cdc_session_errors_total") - errorsBefore; n > 1 {
 		// The stream that broke with the primary is one; no server to
 		// connect to while the standby is promoted is none.
-		t.Errorf("%v session errors, want at most 1", n)
+		t.Errorf("%v session errors since the primary was stopped, want at most 1", n)
 	}
 }
 
@@ -161,27 +175,48 @@ func multiHost(t testing.TB, a, b string) string {
 	return ua.String()
 }
 
-// writeUntilFailure commits small transactions of outbox rows on url until
-// stop or the first error (the server went away).
-func writeUntilFailure(u string, stop <-chan struct{}) {
+// writeUntilFailure commits small transactions of two outbox rows on url
+// until stop or the first error (the server went away), and returns how
+// many it committed.
+func writeUntilFailure(u string, stop <-chan struct{}) int {
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, u)
 	if err != nil {
-		return
+		return 0
 	}
 	defer c.Close(ctx)
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
-			return
+			return i
 		default:
 		}
 		ids := []uuid.UUID{uuid.New(), uuid.New()}
 		if _, err := c.Exec(ctx, insertRows, ids, []string{"k1", "k2"}, []int{i, i}); err != nil {
-			return
+			return i
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// standbyLag is how far behind the standby is when its primary is lost.
+const standbyLag = 5 * time.Second
+
+// freezeWALSender stops (SIGSTOP) the primary's walsender of its streaming
+// standby, that db is connected to: the standby receives nothing more, as
+// behind a network that stalls, and the primary holds a failover slot's
+// changes back meanwhile. A stopped walsender makes the primary's
+// immediate shutdown wait for it (5 s, then SIGKILL).
+func freezeWALSender(t testing.TB, db *pgx.Conn) {
+	t.Helper()
+	var pid int
+	if err := db.QueryRow(context.Background(), "SELECT active_pid FROM pg_replication_slots WHERE slot_type = 'physical' AND active").Scan(&pid); err != nil {
+		t.Fatalf("the standby's walsender: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 }
 
 // writeEvents commits n single-row transactions and returns their ids.

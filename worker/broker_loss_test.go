@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,21 +19,14 @@ import (
 // apply, on every partition, events that Kafka took after the freeze.
 const frozenLeaderBound = 15 * time.Second
 
-// TestFrozenLeaderWorkerResumes freezes (SIGSTOP) the broker that leads
-// most partitions of a 3-node cluster while events are produced to every
-// partition and a worker applies them: on every partition the worker
-// applies events acknowledged after the freeze within frozenLeaderBound of
-// it, and every acknowledged event is applied exactly once.
-//
-// The worker does not meet the bound yet: its consumer group waits at least
-// 5 s per request (a join is held for the group's initial rebalance delay),
-// so a frozen leader costs about 20 s, and in one run of two the group lost
-// its generation and resumed only when the broker was thawed (31 s). The
-// test runs only with EVENTFORGE_TEST_WORKER_BROKER_LOSS=1 until it does.
+// TestFrozenLeaderWorkerResumes freezes (SIGSTOP) a broker of a 3-node
+// cluster that leads partitions of the topic, the group's coordinator when
+// it leads any (a frozen coordinator holds the group's heartbeats and
+// commits too), while events are produced to every partition and a worker
+// applies them: on every partition the worker applies events acknowledged
+// after the freeze within frozenLeaderBound of it, and every acknowledged
+// event takes effect exactly once.
 func TestFrozenLeaderWorkerResumes(t *testing.T) {
-	if os.Getenv("EVENTFORGE_TEST_WORKER_BROKER_LOSS") == "" {
-		t.Skip("known gap: a frozen leader costs a worker about 20 s (set EVENTFORGE_TEST_WORKER_BROKER_LOSS=1 to measure)")
-	}
 	env := testenv.Shared(t)
 	kc := testenv.StartKafkaCluster(t, 3)
 	f := fixtureOn(t, env, env.NewDatabase(t), kc.Brokers())
@@ -48,9 +40,13 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	f.exec(t, "CREATE TABLE effects (event_id uuid NOT NULL)") // no key: a second effect would be a second row
 	var mu sync.Mutex
 	applied := map[string]time.Time{} // event id -> when applied
 	h := worker.HandlerFunc(func(ctx context.Context, tx pgx.Tx, ev worker.Event) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO effects VALUES ($1)", ev.ID); err != nil {
+			return err
+		}
 		mu.Lock()
 		applied[ev.ID.String()] = time.Now()
 		mu.Unlock()
@@ -61,13 +57,15 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 	start(t, cfg, pool, h)
 
 	p := newPacedProducer(t, f)
-	waitFor(t, 60*time.Second, "events applied on every partition", func() bool { return p.appliedOnAll(&mu, applied) })
-	leader := kc.BusiestLeader(t, f.topic)
+	waitFor(t, 60*time.Second, "events applied on every partition", func() bool { return p.appliedOnAll(&mu, applied, time.Time{}) })
+	leader := frozenCandidate(t, kc, f.group, f.topic)
 	kc.Freeze(t, leader)
 	frozen := time.Now()
-	time.Sleep(frozenLeaderBound + 5*time.Second)
+	for end := frozen.Add(frozenLeaderBound + 2*time.Second); time.Now().Before(end) && !p.appliedOnAll(&mu, applied, frozen); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	kc.Thaw(t, leader)
-	acked := p.stop()
+	acked := p.stop(t)
 	waitFor(t, 60*time.Second, "every acknowledged event applied", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -80,6 +78,9 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 	})
 	if n := f.count(t, "SELECT count(*) FROM processed_events"); n != len(applied) {
 		t.Errorf("%d inbox rows for %d events applied", n, len(applied))
+	}
+	if n, d := f.count(t, "SELECT count(*) FROM effects"), f.count(t, "SELECT count(DISTINCT event_id) FROM effects"); n != d || d < len(acked) {
+		t.Errorf("%d effects of %d events, %d acknowledged: want each acknowledged event's effect once", n, d, len(acked))
 	}
 	resumed, produced := map[int32]time.Duration{}, map[int32]time.Duration{}
 	mu.Lock()
@@ -103,6 +104,34 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 	}
 }
 
+// frozenCandidate is the node id of the group's coordinator when it leads
+// partitions of topic, else that of the broker leading most of them.
+func frozenCandidate(t *testing.T, kc *testenv.KafkaCluster, group, topic string) int {
+	t.Helper()
+	client, err := sarama.NewClient(kc.Brokers(), kafka.Config{Brokers: kc.Brokers()}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	coord, err := client.Coordinator(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if l, err := client.Leader(topic, p); err == nil && l.ID() == coord.ID() {
+			t.Logf("freezing broker %d: the group's coordinator and leader of partition %d", coord.ID(), p)
+			return int(coord.ID())
+		}
+	}
+	id := kc.BusiestLeader(t, topic)
+	t.Logf("freezing broker %d: the busiest leader (the coordinator, %d, leads no partition)", id, coord.ID())
+	return id
+}
+
 // ack is where and when the broker acknowledged an event.
 type ack struct {
 	partition int32
@@ -111,11 +140,12 @@ type ack struct {
 
 // pacedProducer sends an event to every partition every 50ms until stop.
 type pacedProducer struct {
-	mu    sync.Mutex
-	acked map[string]ack
-	prod  sarama.AsyncProducer
-	done  chan struct{}
-	wg    sync.WaitGroup
+	mu            sync.Mutex
+	acked         map[string]ack
+	sent, settled int // records given to the producer; acknowledged or failed
+	prod          sarama.AsyncProducer
+	done, fed     chan struct{}
+	wg            sync.WaitGroup
 }
 
 func newPacedProducer(t *testing.T, f *fixture) *pacedProducer {
@@ -126,13 +156,14 @@ func newPacedProducer(t *testing.T, f *fixture) *pacedProducer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pacedProducer{acked: map[string]ack{}, prod: prod, done: make(chan struct{})}
+	p := &pacedProducer{acked: map[string]ack{}, prod: prod, done: make(chan struct{}), fed: make(chan struct{})}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
 		for m := range prod.Successes() {
 			p.mu.Lock()
 			p.acked[m.Metadata.(string)] = ack{partition: m.Partition, at: time.Now()}
+			p.settled++
 			p.mu.Unlock()
 		}
 	}()
@@ -140,15 +171,18 @@ func newPacedProducer(t *testing.T, f *fixture) *pacedProducer {
 		defer p.wg.Done()
 		for err := range prod.Errors() {
 			t.Errorf("produce: %v", err)
+			p.mu.Lock()
+			p.settled++
+			p.mu.Unlock()
 		}
 	}()
 	go func() {
+		defer close(p.fed)
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
 			case <-p.done:
-				prod.AsyncClose()
 				return
 			case <-tick.C:
 			}
@@ -160,6 +194,9 @@ func newPacedProducer(t *testing.T, f *fixture) *pacedProducer {
 					return
 				}
 				m.Partition, m.Metadata = part, ev.ID.String()
+				p.mu.Lock()
+				p.sent++
+				p.mu.Unlock()
 				prod.Input() <- m
 			}
 		}
@@ -167,21 +204,32 @@ func newPacedProducer(t *testing.T, f *fixture) *pacedProducer {
 	return p
 }
 
-// stop ends the production and returns the acknowledged events.
-func (p *pacedProducer) stop() map[string]ack {
+// stop ends the production and returns the acknowledged events. It closes
+// the producer once every record sent is settled: a record still being
+// retried when the producer shuts down would fail.
+func (p *pacedProducer) stop(t *testing.T) map[string]ack {
 	close(p.done)
+	<-p.fed
+	waitFor(t, 60*time.Second, "every record sent acknowledged or failed", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.settled == p.sent
+	})
+	p.prod.AsyncClose()
 	p.wg.Wait()
 	return p.acked
 }
 
-func (p *pacedProducer) appliedOnAll(mu *sync.Mutex, applied map[string]time.Time) bool {
+// appliedOnAll tells whether, on every partition, an event acknowledged
+// after since has been applied.
+func (p *pacedProducer) appliedOnAll(mu *sync.Mutex, applied map[string]time.Time, since time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	mu.Lock()
 	defer mu.Unlock()
 	seen := map[int32]bool{}
 	for id, a := range p.acked {
-		if _, ok := applied[id]; ok {
+		if _, ok := applied[id]; ok && a.at.After(since) {
 			seen[a.partition] = true
 		}
 	}

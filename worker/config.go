@@ -229,13 +229,23 @@ func (c Config) groupRequestTimeout(request time.Duration) time.Duration {
 	return max(request, minGroupRequestTimeout, c.ApplyTimeout+c.SessionTimeout/3+2*time.Second)
 }
 
-// consumerConfig is the sarama configuration of the consumer group. Its
-// network timeouts are Config.Kafka.Timeouts, the read timeout that of
-// groupRequestTimeout: a fetch, a heartbeat or a join waits on a broker at
-// most that long (docs/operations.md#kafka-timeouts).
+// coordinatorConfig is consumerConfig with the read timeout of
+// groupRequestTimeout: the configuration of the client that talks to the
+// group coordinator (groupClient).
+func (c Config) coordinatorConfig() *sarama.Config {
+	sc := c.consumerConfig()
+	sc.Net.ReadTimeout = c.groupRequestTimeout(sc.Net.ReadTimeout)
+	return sc
+}
+
+// consumerConfig is the sarama configuration of the consumer group's
+// fetches and metadata. Its network timeouts are Config.Kafka.Timeouts: a
+// fetch waits on a broker at most the request timeout, so a frozen
+// leader's partitions move to their new leader soon after Kafka elected it
+// (docs/operations.md#kafka-timeouts). Group coordination waits longer
+// (coordinatorConfig).
 func (c Config) consumerConfig() *sarama.Config {
 	sc := c.Kafka.Base()
-	sc.Net.ReadTimeout = c.groupRequestTimeout(sc.Net.ReadTimeout)
 	// A worker never creates the topics it reads: the relay owns them, and
 	// an auto-created topic would get the broker's default partition count.
 	sc.Metadata.AllowAutoTopicCreation = false

@@ -110,10 +110,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	}()
 	r.dl = dl
 
-	group, err := sarama.NewConsumerGroup(r.cfg.Kafka.Brokers, r.cfg.Group, r.cfg.consumerConfig())
+	group, closeClient, err := r.cfg.newConsumerGroup()
 	if err != nil {
 		return fmt.Errorf("create consumer group %s: %w", r.cfg.Group, err)
 	}
+	defer func() {
+		if err := closeClient(); err != nil {
+			r.cfg.Logger.Warn("close Kafka client", "error", err)
+		}
+	}()
 	var g errgroup.Group
 	g.Go(func() error {
 		for err := range group.Errors() {

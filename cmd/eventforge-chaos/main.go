@@ -1,6 +1,8 @@
 // Command eventforge-chaos runs EventForge's chaos test (make chaos): private
-// PostgreSQL and Kafka, labelled load, two relays, three workers and random
-// SIGKILLs and restarts, then checks the guarantees and prints one line.
+// PostgreSQL (a primary and a synchronous standby) and a 3-node Kafka
+// cluster, labelled load, two relays, three workers and random SIGKILLs,
+// restarts, broker freezes and promotions, then checks the guarantees and
+// prints one line.
 // Exit status 1 when a guarantee broke or the run failed.
 //
 // Imports (floor: program): internal/chaos.
@@ -31,6 +33,10 @@ func main() {
 	flag.StringVar(&cfg.Report, "report", "", "JSON report path (default STATE_DIR/report.json)")
 	flag.IntVar(&cfg.Writers, "writers", cfg.Writers, "concurrent SQL writers")
 	flag.BoolVar(&cfg.ExactlyOnce, "exactly-once", false, "run the relays with --exactly-once, read the topic with read_committed and require duplicates=0")
+	flag.IntVar(&cfg.KafkaNodes, "kafka-nodes", cfg.KafkaNodes, "brokers: 3 (a KRaft cluster, topics replicated 3 times) or 1")
+	flag.BoolVar(&cfg.Promotions, "promotions", cfg.Promotions, "run PostgreSQL as a primary and a synchronous standby with slot synchronisation and promote the standby among the faults (PostgreSQL 17 or later)")
+	flag.StringVar(&cfg.PGVersion, "pg-version", os.Getenv("EVENTFORGE_PG_VERSION"), "PostgreSQL major version (16, 17, 18 from Maven Central; empty: the machine's, or 17 with --promotions)")
+	flag.BoolVar(&cfg.NoBrokerRestarts, "no-broker-faults", false, "leave the brokers out of the fault schedule (restarts and freezes)")
 	flag.Parse()
 	cfg.Root = root
 	if cfg.StateDir == "" {

@@ -9,10 +9,10 @@ state=${EVENTFORGE_STATE_DIR:-$root/.eventforge}
 [ -d "$state" ] || exit 0
 exec 9>"$state/up.lock"
 flock 9
-for d in "$state/kafka" "$state"/private/kafka-* "$state"/private/kafka-*/node*; do
+for d in "$state/kafka" "$state"/kafka-[2-9]/node* "$state"/private/kafka-* "$state"/private/kafka-*/node*; do
 	[ -d "$d" ] && "$here/kafka.sh" stop "$d"
 done
-for d in "$state/pg" "$state"/pg-1[0-9] "$state"/private/pg-*; do
+for d in "$state"/pg.standby "$state"/pg-1[0-9].standby "$state/pg" "$state"/pg-1[0-9] "$state"/private/pg-*; do
 	[ -d "$d" ] && "$here/pg.sh" stop "$d"
 done
 [ -d "$state/jaeger" ] && "$here/jaeger.sh" stop "$state/jaeger"

@@ -15,6 +15,8 @@
 #                        (sync_replication_slots on the standby,
 #                        synchronized_standby_slots on the primary)
 #   pg.sh promote DIR    promote a standby and wait until it accepts writes
+#   pg.sh unstandby DIR  stop the standby in DIR and remove it, its physical slot
+#                        and its name in synchronized_standby_slots from its primary
 #
 # The server is the machine's newest (PostgreSQL 15 here) unless
 # EVENTFORGE_PG_VERSION names another major version (16, 17, 18): its
@@ -189,6 +191,26 @@ CONF
 	as_owner touch "$data/standby.signal"
 }
 
+# unstandby removes the standby in DIR: stopped, its physical slot and its
+# entry in the primary's synchronized_standby_slots gone (else the primary
+# keeps WAL for it and holds failover slots' changes back), its data deleted.
+unstandby() {
+	[ -f "$dir/primary" ] || die "$dir is not a standby"
+	local pdir; pdir=$(cat "$dir/primary")
+	local name; name=$(basename "$dir" | tr -c 'a-z0-9_\n' '_')
+	stop immediate
+	if [ -f "$pdir/port" ] && "$CLIENTBIN/pg_isready" -q -h 127.0.0.1 -p "$(cat "$pdir/port")"; then
+		local pport; pport=$(cat "$pdir/port")
+		if [ "$(server_version "$pport")" -ge 170000 ]; then
+			psql_at "$pport" postgres -c "ALTER SYSTEM RESET synchronized_standby_slots" -c "SELECT pg_reload_conf()" >/dev/null
+		fi
+		psql_at "$pport" postgres -c "SELECT pg_drop_replication_slot('$name') FROM pg_replication_slots WHERE slot_name = '$name'" >/dev/null
+	fi
+	local data; data=$(readlink -f "$dir/data")
+	rm -rf "$data" "$dir"
+	log "removed the standby $name"
+}
+
 promote() {
 	as_owner "$PGBIN/pg_ctl" -D "$(data_dir)" -w -t 60 promote >/dev/null
 	rm -f "$dir/primary"
@@ -211,5 +233,6 @@ url) echo "postgres://postgres@127.0.0.1:$(port)/${3:-eventforge}?sslmode=disabl
 status) running ;;
 standby) [ -n "${3:-}" ] || die "usage: pg.sh standby DIR PRIMARY_DIR"; standby "$3" ;;
 promote) promote ;;
+unstandby) unstandby ;;
 *) die "unknown command $cmd" ;;
 esac

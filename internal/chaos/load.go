@@ -228,33 +228,13 @@ func (l *ledger) resolve(ctx context.Context, db *pgx.Conn) (resolvedCommitted i
 			ids = append(ids, w.ID)
 		}
 	}
-	present := map[uuid.UUID]bool{}
-	rows, err := db.Query(ctx, "SELECT event_id FROM outbox WHERE event_id = ANY($1)", ids)
+	present, err := presentEvents(ctx, db, ids)
 	if err != nil {
-		return 0, fmt.Errorf("resolve unknown writes: %w", err)
+		return 0, err
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	byOrder, err := eventsOfOrders(ctx, db, orders)
 	if err != nil {
-		return 0, fmt.Errorf("resolve unknown writes: %w", err)
-	}
-	for _, id := range got {
-		present[id] = true
-	}
-	byOrder := map[string]uuid.UUID{}
-	rows, err = db.Query(ctx, "SELECT aggregate_id, event_id FROM outbox WHERE aggregate_id = ANY($1)", orders)
-	if err != nil {
-		return 0, fmt.Errorf("resolve unknown orders: %w", err)
-	}
-	for rows.Next() {
-		var o string
-		var id uuid.UUID
-		if err := rows.Scan(&o, &id); err != nil {
-			return 0, err
-		}
-		byOrder[o] = id
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("resolve unknown orders: %w", err)
+		return 0, err
 	}
 	for i := range l.writes {
 		w := &l.writes[i]
@@ -275,4 +255,43 @@ func (l *ledger) resolve(ctx context.Context, db *pgx.Conn) (resolvedCommitted i
 		}
 	}
 	return resolvedCommitted, nil
+}
+
+// presentEvents is which of ids the outbox holds.
+func presentEvents(ctx context.Context, db *pgx.Conn, ids []uuid.UUID) (map[uuid.UUID]bool, error) {
+	rows, err := db.Query(ctx, "SELECT event_id FROM outbox WHERE event_id = ANY($1)", ids)
+	if err != nil {
+		return nil, fmt.Errorf("resolve unknown writes: %w", err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("resolve unknown writes: %w", err)
+	}
+	present := map[uuid.UUID]bool{}
+	for _, id := range got {
+		present[id] = true
+	}
+	return present, nil
+}
+
+// eventsOfOrders is the outbox event of each of the API's orders that has
+// one.
+func eventsOfOrders(ctx context.Context, db *pgx.Conn, orders []string) (map[string]uuid.UUID, error) {
+	rows, err := db.Query(ctx, "SELECT aggregate_id, event_id FROM outbox WHERE aggregate_id = ANY($1)", orders)
+	if err != nil {
+		return nil, fmt.Errorf("resolve unknown orders: %w", err)
+	}
+	byOrder := map[string]uuid.UUID{}
+	for rows.Next() {
+		var o string
+		var id uuid.UUID
+		if err := rows.Scan(&o, &id); err != nil {
+			return nil, err
+		}
+		byOrder[o] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resolve unknown orders: %w", err)
+	}
+	return byOrder, nil
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,9 +31,14 @@ type Report struct {
 	RelayKills     int     `json:"relay_kills"`
 	WorkerKills    int     `json:"worker_kills"`
 	BrokerRestarts int     `json:"broker_restarts"`
+	BrokerFreezes  int     `json:"broker_freezes"` // SIGSTOP of a broker for 10-20 s
 	PGRestarts     int     `json:"pg_restarts"`
-	Unexpected     int     `json:"unexpected_exits"` // members that exited without being killed
-	Load           struct {
+	Promotions     int     `json:"promotions"` // primary stopped hard, standby promoted
+	// PromotionsSkipped: promotions not made because the standby held no
+	// synced copy of the slot yet (a PostgreSQL restart instead).
+	PromotionsSkipped int `json:"promotions_skipped"`
+	Unexpected        int `json:"unexpected_exits"` // members that exited without being killed
+	Load              struct {
 		Single, Multi, Rollbacks, Unknown, API, Errors int
 	} `json:"load"`
 	QuiesceSec float64 `json:"quiesce_seconds"`
@@ -43,8 +48,8 @@ type Report struct {
 // Line is the one-line summary.
 func (r *Report) Line() string {
 	x := r.Result
-	return fmt.Sprintf("chaos: duration=%s events=%d kills=%d broker_restarts=%d pg_restarts=%d lost=%d phantom=%d order_violations=%d double_applied=%d unapplied=%d duplicates=%d",
-		time.Duration(r.DurationSec*float64(time.Second)).Round(time.Second), r.Events, r.Kills, r.BrokerRestarts, r.PGRestarts,
+	return fmt.Sprintf("chaos: duration=%s events=%d kills=%d broker_restarts=%d broker_freezes=%d pg_restarts=%d promotions=%d lost=%d phantom=%d order_violations=%d double_applied=%d unapplied=%d duplicates=%d",
+		time.Duration(r.DurationSec*float64(time.Second)).Round(time.Second), r.Events, r.Kills, r.BrokerRestarts, r.BrokerFreezes, r.PGRestarts, r.Promotions,
 		x.Lost, x.Phantom, x.OrderViolations, x.DoubleApplied, x.Unapplied, x.Duplicates) + mode(x.ExactlyOnce)
 }
 
@@ -69,164 +74,33 @@ handlers:
 // Run performs one chaos run and writes its report. It returns
 // ErrViolations (with the report written) when a guarantee broke.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.resolved()
+	if err != nil {
 		return nil, err
 	}
-	if cfg.Seed == 0 {
-		cfg.Seed = rand.Uint64()
+	r, err := setUp(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Report == "" {
-		cfg.Report = filepath.Join(cfg.StateDir, "report.json")
-	}
-	log := cfg.Log
-	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	defer r.tearDown()
+	stopMembers := r.startMembers(ctx)
+	defer stopMembers()
 	rep := &Report{Seed: cfg.Seed}
-	runID := fmt.Sprintf("%d", time.Now().Unix())
-	logDir := filepath.Join(cfg.StateDir, "run-"+runID)
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, err
-	}
-	log.Info("starting private services", "dir", cfg.StateDir, "seed", cfg.Seed, "logs", logDir)
-	svc, err := startServices(ctx, cfg.Root, cfg.StateDir)
+	led, err := r.loadUnderFaults(ctx, rep)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err := svc.down(); err != nil {
-			log.Warn("stopping private services", "err", err)
-		}
-	}()
-	dbURL, err := freshDatabase(ctx, svc.pgURL, "chaos_"+runID)
-	if err != nil {
-		return nil, err
-	}
-	prefix := "chaos" + runID + "."
-	topic := prefix + "orders"
-	slot := "chaos_" + runID
-	if err := prepare(ctx, cfg.Bin, dbURL, svc.brokers, topic, slot); err != nil {
-		return nil, err
-	}
-	handlers := filepath.Join(logDir, "handlers.yaml")
-	if err := os.WriteFile(handlers, []byte(handlersYAML), 0o644); err != nil {
-		return nil, err
-	}
-	apiAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-
-	brokers := strings.Join(svc.brokers, ",")
-	relayArgs := []string{"cdc", "run", "--pg-url", dbURL, "--kafka-brokers", brokers, "--slot", slot, "--topic-prefix", prefix,
-		"--topic-partitions", "6", "--heartbeat-interval", "2s", "--status-interval", "1s", "--shutdown-timeout", "10s"}
-	if cfg.ExactlyOnce {
-		relayArgs = append(relayArgs, "--exactly-once")
-	}
-	workerArgs := func(i int) []string {
-		return []string{"worker", "run", "--pg-url", dbURL, "--kafka-brokers", brokers, "--group", "chaos-" + runID,
-			"--consumer", "chaos", "--topics", topic, "--handlers", handlers, "--session-timeout", "6s",
-			"--max-attempts", "50", "--max-retry-time", "10m", "--retry-backoff", "100ms", "--max-backoff", "2s"}
-	}
-	mk := func(name string, args []string) *member {
-		return &member{name: name, bin: cfg.Bin, args: args, dir: logDir, log: log, done: make(chan struct{})}
-	}
-	relays := []*member{mk("relay-a", relayArgs), mk("relay-b", relayArgs)}
-	workers := []*member{mk("worker-1", workerArgs(1)), mk("worker-2", workerArgs(2)), mk("worker-3", workerArgs(3))}
-	api := mk("api", []string{"api", "run", "--pg-url", dbURL, "--http-addr", apiAddr})
-	all := append(append([]*member{api}, relays...), workers...)
-	cancels := make([]context.CancelFunc, len(all))
-	for i, m := range all {
-		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		cancels[i] = cancel
-		go m.run(mctx)
-	}
-	stopAll := func() {
-		var wg sync.WaitGroup
-		for i, m := range all {
-			wg.Add(1)
-			go func() { defer wg.Done(); m.stop(cancels[i]) }()
-		}
-		wg.Wait()
-	}
-	defer stopAll()
-
-	// Load and faults.
-	led := &ledger{}
-	stats := &loadStats{}
-	lctx, stopLoad := context.WithCancel(ctx)
-	var lg sync.WaitGroup
-	for i := range cfg.Writers {
-		w := &sqlWriter{id: i, url: dbURL, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i+2))), led: led, stats: stats}
-		lg.Add(1)
-		go func() { defer lg.Done(); w.run(lctx) }()
-	}
-	aw := &apiWriter{base: "http://" + apiAddr, led: led, stats: stats}
-	lg.Add(1)
-	go func() { defer lg.Done(); aw.run(lctx) }()
-
-	began := time.Now()
-	fctx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
-	runFaults(fctx, rng, svc, relays, workers, !cfg.NoBrokerRestarts, rep, log)
-	stopFaults()
-	stopLoad()
-	lg.Wait()
-	rep.DurationSec = time.Since(began).Seconds()
-	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
-	}
-	rep.Load.Single, rep.Load.Multi, rep.Load.Rollbacks, rep.Load.Unknown, rep.Load.API, rep.Load.Errors =
-		stats.single, stats.multi, stats.rollbacks, stats.unknown, stats.api, stats.errors
-
-	// Quiesce: resolve unknown outcomes, then wait until every committed
-	// event took effect (or the quiesce time is up).
-	qbegan := time.Now()
-	db, err := connectRetry(ctx, dbURL)
+	db, err := connectRetry(ctx, r.dbURL)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close(context.Background())
-	resolved, err := led.resolve(ctx, db)
-	if err != nil {
+	if err := r.quiesce(ctx, db, led, rep); err != nil {
 		return nil, err
 	}
-	committed := 0
-	for _, w := range led.writes {
-		if w.Outcome == Committed {
-			committed++
-		}
-	}
-	log.Info("load stopped; quiescing", "committed", committed, "unknown_committed", resolved, "writes", len(led.writes))
-	deadline := time.Now().Add(cfg.Quiesce)
-	for {
-		var n int
-		if err := db.QueryRow(ctx, "SELECT count(*) FROM chaos_effects").Scan(&n); err != nil {
-			return nil, fmt.Errorf("count effects: %w", err)
-		}
-		if n >= committed || time.Now().After(deadline) || ctx.Err() != nil {
-			log.Info("quiesced", "applied", n, "committed", committed)
-			break
-		}
-		pause(ctx, time.Second)
-	}
-	rep.QuiesceSec = time.Since(qbegan).Seconds()
-	for _, m := range all {
-		rep.Unexpected += m.unexpected
-	}
-	read := readTopic
-	if cfg.ExactlyOnce {
-		read = readCommittedTopic
-	}
-	records, err := read(ctx, svc.brokers, topic)
-	if err != nil {
+	if err := r.check(ctx, db, led, rep); err != nil {
 		return nil, err
 	}
-	applied, err := effects(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	rep.Result = Check(led.writes, records, applied)
-	rep.Result.UnknownResolved = resolved
-	rep.Result.ExactlyOnce = cfg.ExactlyOnce
-	rep.Events = rep.Result.Committed
 	if err := writeReport(cfg.Report, rep); err != nil {
 		return rep, err
 	}
@@ -236,76 +110,227 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// runFaults injects one fault every 2-6 seconds until ctx ends; without
-// brokerRestarts their share goes to PostgreSQL restarts.
-func runFaults(ctx context.Context, rng *rand.Rand, svc *services, relays, workers []*member, brokerRestarts bool, rep *Report, log interface {
-	Info(string, ...any)
-	Warn(string, ...any)
-}) {
-	pause(ctx, 5*time.Second) // let everything start
-	for ctx.Err() == nil {
-		pause(ctx, time.Duration(2000+rng.IntN(4000))*time.Millisecond)
-		if ctx.Err() != nil {
-			return
+// run is one chaos run's services, database, slot, topic and members.
+type run struct {
+	cfg                 Config
+	log                 *slog.Logger
+	rng                 *rand.Rand // of the fault schedule
+	svc                 *services
+	dbURL, logDir       string
+	prefix, topic, slot string
+	group, handlers     string
+	apiAddr             string
+	api                 *member
+	relays, workers     []*member
+	cancels             []context.CancelFunc
+}
+
+// setUp starts the private services and prepares the run's database, slot
+// and topics.
+func setUp(ctx context.Context, cfg Config) (*run, error) {
+	runID := fmt.Sprintf("%d", time.Now().Unix())
+	r := &run{cfg: cfg, log: cfg.Log, logDir: filepath.Join(cfg.StateDir, "run-"+runID), rng: rand.New(rand.NewPCG(cfg.Seed, 1)),
+		prefix: "chaos" + runID + ".", slot: "chaos_" + runID, group: "chaos-" + runID}
+	r.topic = r.prefix + "orders"
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	r.log.Info("starting private services", "dir", cfg.StateDir, "seed", cfg.Seed, "logs", r.logDir,
+		"pg_version", cfg.PGVersion, "standby", cfg.Promotions, "kafka_nodes", cfg.KafkaNodes)
+	svc, err := startServices(ctx, cfg.Root, cfg.StateDir, cfg.PGVersion, cfg.Promotions, cfg.KafkaNodes)
+	if err != nil {
+		return nil, err
+	}
+	r.svc = svc
+	if err := r.prepare(ctx, "chaos_"+runID); err != nil {
+		r.tearDown()
+		return nil, err
+	}
+	return r, nil
+}
+
+// prepare creates the run's database (reached on whichever server is the
+// primary), slot and topics, the handlers file and the API's address.
+func (r *run) prepare(ctx context.Context, dbName string) error {
+	if r.svc.standby != "" {
+		if err := r.svc.makeSynchronous(ctx); err != nil {
+			return err
 		}
-		switch r := rng.IntN(100); {
-		case r < 35:
-			m := relays[rng.IntN(len(relays))]
-			if m.kill() {
-				rep.Kills++
-				rep.RelayKills++
-				log.Info("fault: SIGKILL", "member", m.name)
-			}
-		case r < 75:
-			n := 1 + rng.IntN(2)
-			for range n {
-				m := workers[rng.IntN(len(workers))]
-				if m.kill() {
-					rep.Kills++
-					rep.WorkerKills++
-					log.Info("fault: SIGKILL", "member", m.name)
-				}
-			}
-		case r < 88 && brokerRestarts:
-			hard := rng.IntN(2) == 0
-			log.Info("fault: broker restart", "sigkill", hard)
-			if err := svc.restartKafka(context.WithoutCancel(ctx), hard); err != nil {
-				log.Warn("broker restart", "err", err)
-			}
-			rep.BrokerRestarts++
-		default:
-			log.Info("fault: PostgreSQL immediate restart")
-			if err := svc.restartPG(context.WithoutCancel(ctx)); err != nil {
-				log.Warn("PostgreSQL restart", "err", err)
-			}
-			rep.PGRestarts++
-		}
+	}
+	if err := freshDatabase(ctx, r.svc.pgURL, dbName); err != nil {
+		return err
+	}
+	u, err := r.svc.multiHostURL(ctx, dbName)
+	if err != nil {
+		return err
+	}
+	r.dbURL = u
+	if err := prepare(ctx, r.cfg.Bin, r.dbURL, r.svc.brokers, r.topic, r.slot); err != nil {
+		return err
+	}
+	r.handlers = filepath.Join(r.logDir, "handlers.yaml")
+	if err := os.WriteFile(r.handlers, []byte(handlersYAML), 0o644); err != nil {
+		return err
+	}
+	r.apiAddr, err = freeAddr()
+	return err
+}
+
+func (r *run) tearDown() {
+	if err := r.svc.down(); err != nil {
+		r.log.Warn("stopping private services", "err", err)
 	}
 }
 
-func freshDatabase(ctx context.Context, baseURL, name string) (string, error) {
+// startMembers starts the API, two relays on one slot and three workers,
+// each restarted whenever it exits; the function returned stops them all.
+func (r *run) startMembers(ctx context.Context) (stop func()) {
+	brokers := strings.Join(r.svc.brokers, ",")
+	relayArgs := []string{"cdc", "run", "--pg-url", r.dbURL, "--kafka-brokers", brokers, "--slot", r.slot, "--topic-prefix", r.prefix,
+		"--topic-partitions", "6", "--heartbeat-interval", "2s", "--status-interval", "1s", "--shutdown-timeout", "10s"}
+	if r.cfg.ExactlyOnce {
+		relayArgs = append(relayArgs, "--exactly-once")
+	}
+	workerArgs := []string{"worker", "run", "--pg-url", r.dbURL, "--kafka-brokers", brokers, "--group", r.group,
+		"--consumer", "chaos", "--topics", r.topic, "--handlers", r.handlers, "--session-timeout", "6s",
+		"--max-attempts", "50", "--max-retry-time", "10m", "--retry-backoff", "100ms", "--max-backoff", "2s"}
+	mk := func(name string, args []string) *member {
+		return &member{name: name, bin: r.cfg.Bin, args: args, dir: r.logDir, log: r.log, done: make(chan struct{})}
+	}
+	r.relays = []*member{mk("relay-a", relayArgs), mk("relay-b", relayArgs)}
+	r.workers = []*member{mk("worker-1", workerArgs), mk("worker-2", workerArgs), mk("worker-3", workerArgs)}
+	r.api = mk("api", []string{"api", "run", "--pg-url", r.dbURL, "--http-addr", r.apiAddr})
+	all := r.members()
+	r.cancels = make([]context.CancelFunc, len(all))
+	for i, m := range all {
+		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		r.cancels[i] = cancel
+		go m.run(mctx)
+	}
+	return func() {
+		var wg sync.WaitGroup
+		for i, m := range all {
+			wg.Add(1)
+			go func() { defer wg.Done(); m.stop(r.cancels[i]) }()
+		}
+		wg.Wait()
+	}
+}
+
+func (r *run) members() []*member {
+	return append(append([]*member{r.api}, r.relays...), r.workers...)
+}
+
+// loadUnderFaults runs the labelled load (cfg.Writers SQL writers and one
+// API writer) while faults are injected for cfg.Duration, and returns the
+// ledger of every write.
+func (r *run) loadUnderFaults(ctx context.Context, rep *Report) (*ledger, error) {
+	led := &ledger{}
+	stats := &loadStats{}
+	lctx, stopLoad := context.WithCancel(ctx)
+	var lg sync.WaitGroup
+	for i := range r.cfg.Writers {
+		w := &sqlWriter{id: i, url: r.dbURL, rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(i+2))), led: led, stats: stats}
+		lg.Add(1)
+		go func() { defer lg.Done(); w.run(lctx) }()
+	}
+	aw := &apiWriter{base: "http://" + r.apiAddr, led: led, stats: stats}
+	lg.Add(1)
+	go func() { defer lg.Done(); aw.run(lctx) }()
+
+	began := time.Now()
+	fctx, stopFaults := context.WithTimeout(ctx, r.cfg.Duration)
+	(&faulter{run: r, rep: rep}).inject(fctx)
+	stopFaults()
+	stopLoad()
+	lg.Wait()
+	rep.DurationSec = time.Since(began).Seconds()
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	rep.Load.Single, rep.Load.Multi, rep.Load.Rollbacks, rep.Load.Unknown, rep.Load.API, rep.Load.Errors =
+		stats.single, stats.multi, stats.rollbacks, stats.unknown, stats.api, stats.errors
+	return led, nil
+}
+
+// quiesce resolves unknown outcomes, then waits until every committed event
+// took effect (or the quiesce time is up).
+func (r *run) quiesce(ctx context.Context, db *pgx.Conn, led *ledger, rep *Report) error {
+	began := time.Now()
+	resolved, err := led.resolve(ctx, db)
+	if err != nil {
+		return err
+	}
+	rep.Result.UnknownResolved = resolved
+	committed := 0
+	for _, w := range led.writes {
+		if w.Outcome == Committed {
+			committed++
+		}
+	}
+	r.log.Info("load stopped; quiescing", "committed", committed, "unknown_committed", resolved, "writes", len(led.writes))
+	deadline := time.Now().Add(r.cfg.Quiesce)
+	for {
+		var n int
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM chaos_effects").Scan(&n); err != nil {
+			return fmt.Errorf("count effects: %w", err)
+		}
+		if n >= committed || time.Now().After(deadline) || ctx.Err() != nil {
+			r.log.Info("quiesced", "applied", n, "committed", committed)
+			break
+		}
+		pause(ctx, time.Second)
+	}
+	rep.QuiesceSec = time.Since(began).Seconds()
+	return nil
+}
+
+// check reads the topic and the effects back and judges the run.
+func (r *run) check(ctx context.Context, db *pgx.Conn, led *ledger, rep *Report) error {
+	for _, m := range r.members() {
+		rep.Unexpected += m.unexpected
+	}
+	read := readTopic
+	if r.cfg.ExactlyOnce {
+		read = readCommittedTopic
+	}
+	records, err := read(ctx, r.svc.brokers, r.topic)
+	if err != nil {
+		return err
+	}
+	applied, err := effects(ctx, db)
+	if err != nil {
+		return err
+	}
+	resolved := rep.Result.UnknownResolved
+	rep.Result = Check(led.writes, records, applied)
+	rep.Result.UnknownResolved = resolved
+	rep.Result.ExactlyOnce = r.cfg.ExactlyOnce
+	rep.Events = rep.Result.Committed
+	return nil
+}
+
+// freshDatabase creates database name on the server of baseURL, dropping
+// the slots earlier runs left.
+func freshDatabase(ctx context.Context, baseURL, name string) error {
 	db, err := pgx.Connect(ctx, baseURL)
 	if err != nil {
-		return "", fmt.Errorf("connect to the private cluster: %w", err)
+		return fmt.Errorf("connect to the private cluster: %w", err)
 	}
 	defer db.Close(ctx)
 	// Slots of earlier runs would keep their WAL forever.
 	if _, err := db.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'chaos%' AND NOT active"); err != nil {
-		return "", fmt.Errorf("drop old slots: %w", err)
+		return fmt.Errorf("drop old slots: %w", err)
 	}
 	if _, err := db.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
+		return fmt.Errorf("create database %s: %w", name, err)
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil {
-		return "", err
-	}
-	u.Path = "/" + name
-	return u.String(), nil
+	return nil
 }
 
 // prepare migrates the database, adds the effect table the handler
-// increments, and creates the topic so the workers can subscribe at once.
+// increments, and creates the topic so the workers can subscribe at once
+// (replicated 3 times on a cluster of 3 brokers or more).
 func prepare(ctx context.Context, bin, dbURL string, brokers []string, topic, slot string) error {
 	out, err := execOut(ctx, bin, "migrate", "--demo", "--pg-url", dbURL) // the load writes orders
 	if err != nil {
@@ -330,7 +355,7 @@ func prepare(ctx context.Context, bin, dbURL string, brokers []string, topic, sl
 	}
 	defer admin.Close()
 	for _, t := range []string{topic, topic + outbox.DLQSuffix} {
-		if err := admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: 6, ReplicationFactor: 1}, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		if err := admin.CreateTopic(t, &sarama.TopicDetail{NumPartitions: 6, ReplicationFactor: int16(min(3, len(brokers)))}, false); err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 			return fmt.Errorf("create topic %s: %w", t, err)
 		}
 	}

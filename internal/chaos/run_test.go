@@ -33,8 +33,11 @@ func TestChaos30s(t *testing.T) {
 			t.Logf("logs kept in %s", dir)
 			return
 		}
-		if target, err := filepath.EvalSymlinks(filepath.Join(dir, "pg", "data")); err == nil {
-			_ = os.RemoveAll(target)
+		datas, _ := filepath.Glob(filepath.Join(dir, "pg*", "data"))
+		for _, d := range datas {
+			if target, err := filepath.EvalSymlinks(d); err == nil {
+				_ = os.RemoveAll(target)
+			}
 		}
 		_ = os.RemoveAll(dir)
 	})
@@ -49,6 +52,10 @@ func TestChaos30s(t *testing.T) {
 	// Broker restarts are left to make chaos and to
 	// cdc/order_test.go: on two busy cores one restart outlasts the run.
 	cfg.NoBrokerRestarts = true
+	// One broker and one PostgreSQL server: promotions and frozen brokers
+	// are make chaos's (and cdc's and worker's broker-loss and promotion
+	// tests').
+	cfg.KafkaNodes, cfg.Promotions, cfg.PGVersion = 1, false, testenv.Version()
 	level := slog.LevelWarn
 	if testing.Verbose() {
 		level = slog.LevelInfo

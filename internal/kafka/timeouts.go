@@ -17,9 +17,10 @@ import (
 // elects new leaders; until the client reads them it keeps trying the
 // frozen broker, and each new connection to it costs up to three request
 // timeouts (sarama's version handshake, tried twice, then the request). At
-// 3 s a frozen leader's partitions take records again about 13 s after the
-// freeze (measured on a 3-node cluster); sarama's own 30 s read timeout held
-// them for 30 s.
+// 3 s a frozen leader's partitions often take records again 12-13 s after
+// the freeze (measured on a 3-node cluster), later when a metadata refresh
+// opens a new connection to the frozen broker (docs/operations.md has the
+// spread); sarama's own 30 s read timeout held them for 30 s.
 const (
 	// DefaultDialTimeout bounds opening a connection (TCP and TLS).
 	DefaultDialTimeout = 5 * time.Second
