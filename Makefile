@@ -69,7 +69,7 @@ cyclo:
 	over=$$(echo "$$out" | grep -E '^[0-9]+ ' | { if [ -n '$(CYCLO_ALLOW)' ]; then grep -vE '$(CYCLO_ALLOW)'; else cat; fi; }); \
 	if [ -n "$$over" ]; then echo "functions over gocyclo $(CYCLO_OVER) (split them where the split names a step):"; echo "$$over"; exit 1; fi
 
-# The trace backend of the tracing test (internal/tracing) and of make demo
+# The trace backend of the tracing test (internal/shared/tracing) and of make demo
 # TRACING=1: Jaeger, built once from its own tools module (deploy/local/jaeger)
 # into the state folder, so the product's go.mod never takes its dependencies.
 jaeger:
@@ -124,7 +124,7 @@ test-tools:
 CLEAN_MIN_AGE ?= 30m
 CLEAN_FLAGS ?=
 clean-test-data: up
-	@$(GO) run ./internal/testenv/leftovers --min-age $(CLEAN_MIN_AGE) $(CLEAN_FLAGS)
+	@$(GO) run ./internal/testsupport/testenv/leftovers --min-age $(CLEAN_MIN_AGE) $(CLEAN_FLAGS)
 
 # The demo migrates with --demo (orders, api_idempotency): a plain
 # `eventforge migrate` creates only what the pipeline needs.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/eventforge/eventforge/internal/secret"
+	"github.com/eventforge/eventforge/internal/shared/secret"
 )
 
 // Token is the API's bearer token. Its String, GoString, LogValue and

@@ -5,7 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/fielderr"
+	"github.com/eventforge/eventforge/internal/shared/fielderr"
 )
 
 // Config configures the orders API. Start from DefaultConfig, change what

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eventforge/eventforge/internal/migrate"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/migrate"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 func TestReadyz(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestBinaryServesAndExitsZeroOnSIGTERM runs `eventforge api run` configured

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/migrate"
+	"github.com/eventforge/eventforge/internal/shared/migrate"
 )
 
 // ensureDemoSchema creates the tables the API writes (orders and

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/migrate"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/migrate"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestAPICreatesItsTablesAfterPipelineMigrate: `eventforge migrate` creates

@@ -23,8 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/eventforge/eventforge/internal/ops"
-	"github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/internal/shared/ops"
+	"github.com/eventforge/eventforge/internal/shared/pgconn"
 )
 
 // Server is the orders API on one database pool.

@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/slots"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/slots"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // startLoad runs writers like orderLoad's until the returned stop is

@@ -19,11 +19,11 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/backoff"
-	"github.com/eventforge/eventforge/internal/fielderr"
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/internal/shared/backoff"
+	"github.com/eventforge/eventforge/internal/shared/fielderr"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/pgconn"
 )
 
 // Defaults of Config, also the defaults of the `cdc run` flags.

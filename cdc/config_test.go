@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 )
 
 func validConfig() Config {

@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // debeziumOutbox creates a table shaped like Debezium's outbox example
@@ -63,7 +63,7 @@ func newDebeziumOutbox(t *testing.T, payloadType string) (*testenv.Env, *pgx.Con
 // 1e3, big integers, key order, empty object and array, null, …).
 func payloadShapes(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../internal/outbox/testdata/connect/shapes.txt")
+	b, err := os.ReadFile("../internal/shared/outbox/testdata/connect/shapes.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/position"
 	"github.com/eventforge/eventforge/cdc/produce"
-	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
 )
 
 // eosFeeder is the exactly-once Kafka side of a session

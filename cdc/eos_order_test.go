@@ -9,8 +9,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // committedByPartition is the event ids a read_committed reader sees in

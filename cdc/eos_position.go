@@ -6,7 +6,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/cdc/position"
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 )
 
 // positionTopicSuffix names the exactly-once relay's position topic after

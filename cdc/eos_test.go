@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/eventforge/eventforge/cdc/position"
-	"github.com/eventforge/eventforge/internal/failpoint"
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // The exactly-once failure windows (docs/design.md#exactly-once): the real

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/eventforge/eventforge/internal/fielderr"
-	ipg "github.com/eventforge/eventforge/internal/pgconn"
-	"github.com/eventforge/eventforge/internal/slots"
+	"github.com/eventforge/eventforge/internal/shared/fielderr"
+	ipg "github.com/eventforge/eventforge/internal/shared/pgconn"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 // Values of Config.SlotFailover.

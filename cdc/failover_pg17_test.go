@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/slots"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/slots"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // failoverPG is the PostgreSQL version of the failover tests: the one the

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/slots"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/slots"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestSlotFailoverOnOldServer runs against the shared server when it is

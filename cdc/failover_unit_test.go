@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventforge/eventforge/internal/slots"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 func TestWantFailover(t *testing.T) {

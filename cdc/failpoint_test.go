@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/failpoint"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // The failure-window matrix of the relay (docs/design.md#failure-windows): the real binary is

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/cdc/pgoutput"
-	"github.com/eventforge/eventforge/internal/slots"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 // maintain runs beside the stream sessions on its own connection: heartbeats

@@ -7,7 +7,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // metricValue reads a counter or gauge (the first series of name) from reg.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestUnreachableKafkaTurnsNotReady stops the broker of an idle relay: within

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eventforge/eventforge/cdc/pgoutput"
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // checkMapping checks the outbox mapping against the catalog. A mismatch (a

@@ -3,8 +3,8 @@ package cdc
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/slots"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 // metrics are the relay's Prometheus series. Names in the contract are fixed;

@@ -13,8 +13,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestBigTransactionMemory runs in make test (a million-row

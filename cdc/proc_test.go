@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // proc is a relay subprocess: the real binary, killed for real.

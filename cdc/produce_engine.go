@@ -9,7 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/eventforge/eventforge/cdc/produce"
-	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
 )
 
 // Retries of a partition's records the broker refused with a retriable

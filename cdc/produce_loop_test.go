@@ -15,7 +15,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // mockCluster is a one-broker sarama MockBroker leading partition 0 of

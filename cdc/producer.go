@@ -20,9 +20,9 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/cdc/produce"
-	"github.com/eventforge/eventforge/internal/failpoint"
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // errLimitLowered ends a session whose producer batches larger than a topic

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/eventforge/eventforge/internal/slots"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 // recoveryRetry is how often a relay that reached a server in recovery (a

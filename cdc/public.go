@@ -1,6 +1,6 @@
 package cdc
 
-import "github.com/eventforge/eventforge/internal/outbox"
+import "github.com/eventforge/eventforge/internal/shared/outbox"
 
 // Mapping names the outbox table's columns and the record format
 // (Config.Mapping); a program outside this module names the type through

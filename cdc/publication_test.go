@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // partitionedOutbox creates part.outbox, partitioned by created_at into two

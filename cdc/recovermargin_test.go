@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 
-	"github.com/eventforge/eventforge/internal/slots"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/slots"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 func TestSamplesSince(t *testing.T) {

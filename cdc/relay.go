@@ -23,8 +23,8 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/cdc/pgoutput"
-	"github.com/eventforge/eventforge/internal/backoff"
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/backoff"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // Relay streams one slot to Kafka. Create it with New and call Run once.

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // writer writes outbox events with a global sequence number in commit order

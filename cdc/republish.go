@@ -17,8 +17,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/tracing"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
 )
 
 // RepublishResult counts what Republish did.

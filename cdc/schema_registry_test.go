@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/eventforge/eventforge/internal/schemareg"
-	"github.com/eventforge/eventforge/internal/schemareg/srtest"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/schemareg"
+	"github.com/eventforge/eventforge/internal/testsupport/srtest"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 const orderAvroV1 = `{"type":"record","name":"Order","namespace":"shop","fields":[

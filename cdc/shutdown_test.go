@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestShutdownIsBoundedWithoutBroker stops a relay whose broker is gone

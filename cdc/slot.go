@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	ipg "github.com/eventforge/eventforge/internal/pgconn"
-	"github.com/eventforge/eventforge/internal/slots"
+	ipg "github.com/eventforge/eventforge/internal/shared/pgconn"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 // Errors that stop the relay instead of being retried: retrying cannot fix
@@ -115,7 +115,7 @@ type slotState struct {
 	failover  bool  // a PostgreSQL 17 failover slot
 }
 
-// readSlot reads the slot through internal/slots, the one home of the
+// readSlot reads the slot through internal/shared/slots, the one home of the
 // slot queries; a missing slot is a slotState that does not exist.
 func readSlot(ctx context.Context, conn *pgx.Conn, slot string) (slotState, error) {
 	got, err := slots.Status(ctx, conn, slot)

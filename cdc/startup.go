@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
-	ipg "github.com/eventforge/eventforge/internal/pgconn"
+	ipg "github.com/eventforge/eventforge/internal/shared/pgconn"
 )
 
 // ErrWalLevel stops the relay: logical decoding needs wal_level = logical,

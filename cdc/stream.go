@@ -14,9 +14,9 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/cdc/pgoutput"
-	"github.com/eventforge/eventforge/internal/failpoint"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/tracing"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
 )
 
 // recordVersion is the Kafka record format sarama sizes records for (v2,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/topics"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // topicRefusal says why no outbox row may route an event to topic, or ""

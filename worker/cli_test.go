@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestWorkerRunStartupErrors: configuration errors stop `worker run` at

@@ -9,9 +9,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eventforge/eventforge/internal/fielderr"
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/fielderr"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 	"github.com/eventforge/eventforge/worker/kafkaconf"
 )
 

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/failpoint"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestWorkerCrashWindows SIGKILLs a worker process at each failure window
-// of the apply path (internal/failpoint), restarts it, and checks the
+// of the apply path (internal/shared/failpoint), restarts it, and checks the
 // durable outcome: every event applied exactly once, the dead letter
 // produced, the offsets committed to the end.
 func TestWorkerCrashWindows(t *testing.T) {

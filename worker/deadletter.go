@@ -9,8 +9,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/failpoint"
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 	"github.com/eventforge/eventforge/worker/dlq"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 	"github.com/eventforge/eventforge/worker"
 	"github.com/eventforge/eventforge/worker/dlq"
 )

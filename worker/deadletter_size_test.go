@@ -11,9 +11,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 	"github.com/eventforge/eventforge/worker"
 	"github.com/eventforge/eventforge/worker/dlq"
 )

@@ -6,7 +6,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 	"github.com/eventforge/eventforge/worker/dlq"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // workerProc is an `eventforge worker run` subprocess.

@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 	"github.com/eventforge/eventforge/worker"
 	"github.com/eventforge/eventforge/worker/dlq"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
 )
 
 // DB begins transactions; *pgxpool.Pool and *pgx.Conn satisfy it.

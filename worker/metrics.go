@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 	"github.com/eventforge/eventforge/worker/dlq"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 	"github.com/eventforge/eventforge/worker"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // FuzzDecodeRecord feeds decode (a consumed Kafka record → Event) records

@@ -1,6 +1,6 @@
 package worker
 
-import "github.com/eventforge/eventforge/internal/outbox"
+import "github.com/eventforge/eventforge/internal/shared/outbox"
 
 // OutboxEvent is the decoded outbox record an Event embeds: ID, the
 // aggregate's type (the topic) and id (the key), EventType, Payload and its

@@ -10,8 +10,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 	"github.com/eventforge/eventforge/worker"
 )
 

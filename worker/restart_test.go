@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestRunnerSurvivesPostgresRestart: an immediate (crash) restart of

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	backoffpkg "github.com/eventforge/eventforge/internal/backoff"
+	backoffpkg "github.com/eventforge/eventforge/internal/shared/backoff"
 )
 
 // backoff computes the waits between attempts: first, doubling per retry,

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	ipg "github.com/eventforge/eventforge/internal/pgconn"
-	"github.com/eventforge/eventforge/internal/privileges"
+	ipg "github.com/eventforge/eventforge/internal/shared/pgconn"
+	"github.com/eventforge/eventforge/internal/shared/privileges"
 )
 
 // maxConnectBackoff caps the wait between attempts to reach the database at

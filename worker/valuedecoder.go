@@ -6,8 +6,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	backoffpkg "github.com/eventforge/eventforge/internal/backoff"
-	"github.com/eventforge/eventforge/internal/outbox"
+	backoffpkg "github.com/eventforge/eventforge/internal/shared/backoff"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // ValueDecoder reads a record's value into the payload handlers see: the

@@ -16,9 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/schemareg"
-	"github.com/eventforge/eventforge/internal/schemareg/srtest"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/schemareg"
+	"github.com/eventforge/eventforge/internal/testsupport/srtest"
 	"github.com/eventforge/eventforge/worker"
 )
 

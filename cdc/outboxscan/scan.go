@@ -2,7 +2,7 @@
 // column, in the order the relay publishes them: the snapshot backfill and
 // `outbox republish` go through it (streaming reads the slot instead).
 //
-// Imports (floor: library, the relay's own): internal/outbox and pgx only.
+// Imports (floor: library, the relay's own): internal/shared/outbox and pgx only.
 package outboxscan
 
 import (
@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // Querier is a connection or a transaction (the backfill reads inside

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 func TestRangeWhere(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // decodeAll decodes a capture with d and returns its events, copied.

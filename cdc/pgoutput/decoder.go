@@ -6,7 +6,7 @@
 // panic. Rows are read by column name, so the outbox may have its columns in
 // any order and extra ones. Payload text is kept exactly as received.
 //
-// Imports (floor: shared library): internal/outbox and internal/tracing
+// Imports (floor: shared library): internal/shared/outbox and internal/shared/tracing
 // only.
 package pgoutput
 
@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // HeartbeatPrefix is the logical message prefix of the relay's heartbeats

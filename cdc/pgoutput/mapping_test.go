@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // typedRelationMsg is relationMsg with a type OID per column.

@@ -1,6 +1,6 @@
 package pgoutput
 
-import "github.com/eventforge/eventforge/internal/outbox"
+import "github.com/eventforge/eventforge/internal/shared/outbox"
 
 // field is the role a column of the outbox plays in an event.
 type field uint8

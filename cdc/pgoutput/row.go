@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // Tuple column kinds (TupleData).

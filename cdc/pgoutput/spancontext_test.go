@@ -3,8 +3,8 @@ package pgoutput
 import (
 	"testing"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/tracing"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
 )
 
 // TestDebeziumSpanContextColumn: with the debezium preset, the

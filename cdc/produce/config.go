@@ -7,7 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/backoff"
+	"github.com/eventforge/eventforge/internal/shared/backoff"
 )
 
 // Defaults of Config.

@@ -25,8 +25,8 @@
 // are delivered only after their transaction committed. Generations,
 // retries and rejections work as above, inside the transaction.
 //
-// Imports (floor: shared library): sarama, internal/kafka (the partitioner)
-// and internal/backoff only; the relay's packages plug in through Hooks.
+// Imports (floor: shared library): sarama, internal/shared/kafka (the partitioner)
+// and internal/shared/backoff only; the relay's packages plug in through Hooks.
 package produce
 
 import (
@@ -39,8 +39,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/backoff"
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/backoff"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 )
 
 // Record is one record to produce. The engine sets Msg.Partition, and

@@ -14,7 +14,7 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 )
 
 const topic = "orders"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // kafkaEngine is a transactional engine on a real broker: what it

@@ -5,8 +5,8 @@
 // acknowledged records. A topic no event may go to yields a
 // *setaside.RejectError: that event is set aside, the relay goes on.
 //
-// Imports (floor: library, the relay's own): cdc/setaside, internal/kafka,
-// internal/outbox and sarama.
+// Imports (floor: library, the relay's own): cdc/setaside, internal/shared/kafka,
+// internal/shared/outbox and sarama.
 package topics
 
 import (
@@ -23,8 +23,8 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // Settings is how the relay creates and polices topics.

@@ -5,7 +5,7 @@
 // prints one line.
 // Exit status 1 when a guarantee broke or the run failed.
 //
-// Imports (floor: program): internal/chaos.
+// Imports (floor: program): internal/tools/chaos.
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/eventforge/eventforge/internal/chaos"
+	"github.com/eventforge/eventforge/internal/tools/chaos"
 )
 
 func main() {

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventforge/eventforge/api"
-	"github.com/eventforge/eventforge/internal/privileges"
+	"github.com/eventforge/eventforge/internal/shared/privileges"
 )
 
 func newAPICmd() *cobra.Command {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/bench"
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/pgconn"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/pgconn"
+	"github.com/eventforge/eventforge/internal/tools/bench"
 )
 
 func newBenchCmd() *cobra.Command {

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/eventforge/eventforge/cdc"
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/ops"
-	"github.com/eventforge/eventforge/internal/privileges"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/ops"
+	"github.com/eventforge/eventforge/internal/shared/privileges"
 )
 
 func newCDCCmd() *cobra.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/console"
+	"github.com/eventforge/eventforge/internal/tools/console"
 )
 
 func newConsoleCmd() *cobra.Command {

@@ -3,7 +3,7 @@ package main
 import (
 	"maps"
 
-	"github.com/eventforge/eventforge/internal/fielderr"
+	"github.com/eventforge/eventforge/internal/shared/fielderr"
 )
 
 // The libraries' configuration errors name Go fields ("Config.Group:

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/kafka"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
 )
 
 // TestKafkaTimeoutFlags: the timeout flags and their environment twins

@@ -12,7 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/eventforge/eventforge/internal/failpoint"
+	"github.com/eventforge/eventforge/internal/shared/failpoint"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/migrate"
+	"github.com/eventforge/eventforge/internal/shared/migrate"
 )
 
 func newMigrateCmd() *cobra.Command {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestMigrateDemoFlag: `eventforge migrate` creates no orders table;

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // oauthArgs are the flags of an OAUTHBEARER client of the SASL_SSL

@@ -10,9 +10,9 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/slots/slotstest"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/slotstest"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestOutboxCommandsHonourTheMappingFile: outbox republish and outbox prune

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/prune"
+	"github.com/eventforge/eventforge/internal/shared/prune"
 )
 
 // newOutboxPruneCmd is `outbox prune`; it belongs under newOutboxCmd.

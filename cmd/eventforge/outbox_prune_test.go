@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventforge/eventforge/internal/prune"
-	"github.com/eventforge/eventforge/internal/slots/slotstest"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/prune"
+	"github.com/eventforge/eventforge/internal/testsupport/slotstest"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 func TestOutboxPruneCommand(t *testing.T) {

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/eventforge/eventforge/internal/ops"
+import "github.com/eventforge/eventforge/internal/shared/ops"
 
 // pprofUsage is the help of the --pprof flag of the long-running commands.
 const pprofUsage = "also serve net/http/pprof under /debug/pprof/ on --metrics-addr (exposes memory contents: keep it on a private address)"

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/spf13/pflag"
 
-	"github.com/eventforge/eventforge/internal/privileges"
+	"github.com/eventforge/eventforge/internal/shared/privileges"
 	"github.com/eventforge/eventforge/worker/sqlhandler"
 )
 

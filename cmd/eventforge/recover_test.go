@@ -11,9 +11,9 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/slots/slotstest"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/slotstest"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestSlotRecoveryIsOneCommand: after slot drop, the command it prints next

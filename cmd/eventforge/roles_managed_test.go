@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // TestRolesReplicationThroughRDSRole: sql/roles.sql with

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/eventforge/eventforge/cdc"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/schemareg"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/schemareg"
 	"github.com/eventforge/eventforge/worker"
 )
 

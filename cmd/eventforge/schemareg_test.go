@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/eventforge/eventforge/cdc"
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/schemareg"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/schemareg"
 )
 
 // TestWriterFlagsApply: --value-schema sets the mapping's encoder (after

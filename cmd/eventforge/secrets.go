@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/eventforge/eventforge/internal/secret"
+	"github.com/eventforge/eventforge/internal/shared/secret"
 )
 
 // secretFileFlags is --strict-file-modes: what a command does with a secret

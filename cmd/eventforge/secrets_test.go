@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // testSecretsNeverLeak adds the runs the transport tests lack (help with

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/slots"
+	"github.com/eventforge/eventforge/internal/shared/slots"
 )
 
 func newSlotCmd() *cobra.Command {

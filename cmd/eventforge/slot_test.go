@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/eventforge/eventforge/internal/slots"
-	"github.com/eventforge/eventforge/internal/slots/slotstest"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/slots"
+	"github.com/eventforge/eventforge/internal/testsupport/slotstest"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // runOpsCmd runs the CLI in process and returns its standard output.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/eventforge/eventforge/internal/tracing"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
 )
 
 // startTracing turns OpenTelemetry tracing on for a command from the

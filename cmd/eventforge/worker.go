@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/ops"
-	"github.com/eventforge/eventforge/internal/privileges"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/shared/ops"
+	"github.com/eventforge/eventforge/internal/shared/privileges"
 	"github.com/eventforge/eventforge/worker"
 	"github.com/eventforge/eventforge/worker/sqlhandler"
 )

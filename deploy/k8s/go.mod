@@ -172,5 +172,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-// The e2e tests run the product's own test environment (internal/testenv).
+// The e2e tests run the product's own test environment (internal/testsupport/testenv).
 replace github.com/eventforge/eventforge => ../..

@@ -23,7 +23,7 @@ func registered(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, _ := filepath.Glob(filepath.Join(repo, "internal", "*", "metrics.go"))
+	more, _ := filepath.Glob(filepath.Join(repo, "internal", "*", "*", "metrics.go"))
 	files = append(files, more...)
 	nameRE := regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*)"(eventforge_[a-z0-9_]+)"`)
 	out := map[string]string{}

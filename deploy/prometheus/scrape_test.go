@@ -17,8 +17,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/kafka"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 // slotSampleInterval is the relay's pg_replication_slots sampling interval

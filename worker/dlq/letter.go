@@ -8,8 +8,8 @@
 // the original topic's name plus outbox.DLQSuffix, in the partition of the
 // original (modulo the dead-letter topic's partition count).
 //
-// Imports (floor: product, the worker's wing): internal/outbox and
-// internal/tracing only.
+// Imports (floor: product, the worker's wing): internal/shared/outbox and
+// internal/shared/tracing only.
 package dlq
 
 import (
@@ -24,8 +24,8 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/eventforge/eventforge/internal/outbox"
-	"github.com/eventforge/eventforge/internal/tracing"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
 )
 
 // MaxErrorBytes bounds the error text carried in a dead letter's header.

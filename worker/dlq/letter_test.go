@@ -11,7 +11,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/google/uuid"
 
-	"github.com/eventforge/eventforge/internal/outbox"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 func consumed(t testing.TB, e *outbox.Event, partition int32, offset int64) *sarama.ConsumerMessage {

@@ -3,13 +3,13 @@
 // The types are aliases of the implementation in the module's internal kafka
 // package, so a value built here is the value those packages use; a program
 // outside this module names them through this package; the relay takes
-// internal/kafka's types directly (the same types), so it does not depend on
+// internal/shared/kafka's types directly (the same types), so it does not depend on
 // the worker.
 //
-// Imports (floor: product, the worker's wing): internal/kafka only.
+// Imports (floor: product, the worker's wing): internal/shared/kafka only.
 package kafkaconf
 
-import "github.com/eventforge/eventforge/internal/kafka"
+import "github.com/eventforge/eventforge/internal/shared/kafka"
 
 // Config is what every EventForge Kafka client needs: Brokers (host:port,
 // at least one; no default), ClientID (default "eventforge") and Security

@@ -22,7 +22,7 @@ import (
 
 	"github.com/eventforge/eventforge/deploy/k8s/helmrender"
 	"github.com/eventforge/eventforge/deploy/k8s/imagebuild"
-	"github.com/eventforge/eventforge/internal/testenv"
+	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
 var chartDir string
