@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -131,6 +133,7 @@ TIME is RFC 3339 (2025-01-02T15:04:05Z), "2006-01-02 15:04:05" (UTC) or a date.`
 			if err != nil {
 				return err
 			}
+			relayGC(os.Getenv("GOGC"))
 			cfg, err := rf.config(cmd)
 			if err != nil {
 				return err
@@ -235,4 +238,21 @@ func (b *backfillFlags) apply(cfg *cdc.Config) error {
 	}
 	cfg.BackfillSince = t
 	return nil
+}
+
+// relayGCPercent is the relay's garbage collector target unless GOGC is
+// set. Its heap is mostly records in flight, short-lived and bounded by
+// --max-in-flight-*; collecting at three quarters of the live heap instead
+// of all of it keeps the peak RSS of a 1,000,000-row transaction at 81-86 MB
+// instead of 89-101 MB for a few percent more CPU. A GC percentage costs in
+// proportion to the heap; a memory limit (GOMEMLIMIT) would collect
+// nonstop once records in flight outgrew it (docs/relay.md).
+const relayGCPercent = 75
+
+// relayGC sets relayGCPercent when gogc (the GOGC variable) is empty: an
+// operator's GOGC wins.
+func relayGC(gogc string) {
+	if gogc == "" {
+		debug.SetGCPercent(relayGCPercent)
+	}
 }
