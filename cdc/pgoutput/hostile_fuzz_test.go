@@ -71,7 +71,7 @@ func FuzzDecodeRow(f *testing.F) {
 		if want, err := uuid.Parse(id); err != nil || e.ID != want {
 			t.Fatalf("event id %s from %q", e.ID, id)
 		}
-		if pk != 't' {
+		if pk != 't' && pk != 'b' { // a text column's binary value is its text
 			t.Fatalf("payload of kind %q accepted", pk)
 		}
 		// What the relay does next must not panic either.

@@ -42,6 +42,18 @@ func StartKafkaCluster(t testing.TB, nodes int) *KafkaCluster {
 	})
 	out, err := runScript(root, "kafka-cluster.sh", "start", dir, strconv.Itoa(nodes))
 	if err != nil {
+		// The free ports the script picked may have been taken by a test
+		// running beside this one before the brokers bound them: start
+		// once more on new ones.
+		t.Logf("kafka-cluster.sh start: %v; starting once more\n%s", err, out)
+		_, _ = runScript(root, "kafka-cluster.sh", "kill", dir)
+		for id := 1; id <= nodes; id++ {
+			removeAll(c.nodeDir(id))
+		}
+		removeAll(filepath.Join(dir, "cluster.env")) // its ports: pick new ones
+		out, err = runScript(root, "kafka-cluster.sh", "start", dir, strconv.Itoa(nodes))
+	}
+	if err != nil {
 		t.Fatalf("kafka-cluster.sh start: %v\n%s", err, out)
 	}
 	out, err = runScript(root, "kafka-cluster.sh", "brokers", dir)
