@@ -1,8 +1,11 @@
 package pgoutput
 
 import (
-	"encoding/hex"
 	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // The relay asks pgoutput for binary tuple data where it can (the `binary`
@@ -64,19 +67,9 @@ func fromBinary(v value, oid uint32, f field, buf *[]byte) (value, error) {
 // uuidText appends the canonical text of a uuid's 16 bytes to *buf and
 // returns it; *buf keeps growing until the row is decoded.
 func uuidText(b []byte, buf *[]byte) []byte {
-	start := len(*buf)
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	*buf = append(*buf, out[:]...)
-	return (*buf)[start:]
+	var text []byte
+	*buf, text = outbox.AppendUUID(*buf, uuid.UUID(b))
+	return text
 }
 
 func firstByte(b []byte) any {

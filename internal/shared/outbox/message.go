@@ -174,7 +174,7 @@ func (r *Record) build(e *Event, topic string, conv converters) error {
 	if err != nil {
 		return err
 	}
-	buf, id := appendUUID(buf, e.ID)
+	buf, id := AppendUUID(buf, e.ID)
 	buf, eventType := appendPart(buf, e.EventType)
 	buf, aggType := appendPart(buf, e.AggregateType)
 	hs := r.headers[:0]
@@ -265,8 +265,8 @@ func appendPart(buf []byte, s string) ([]byte, []byte) {
 	return buf, buf[n:len(buf):len(buf)]
 }
 
-// appendUUID appends the text form of id (8-4-4-4-12 lower-case hex).
-func appendUUID(buf []byte, id uuid.UUID) ([]byte, []byte) {
+// AppendUUID appends the text form of id (8-4-4-4-12 lower-case hex).
+func AppendUUID(buf []byte, id uuid.UUID) ([]byte, []byte) {
 	n := len(buf)
 	buf = append(buf, make([]byte, uuidLen)...) // no allocation within capacity
 	t := buf[n : n+uuidLen : n+uuidLen]

@@ -268,7 +268,7 @@ func TestBuilderMatchesMessage(t *testing.T) {
 func TestAppendUUIDIsUUIDString(t *testing.T) {
 	for range 100 {
 		id := uuid.New()
-		_, got := appendUUID(nil, id)
+		_, got := AppendUUID(nil, id)
 		if string(got) != id.String() {
 			t.Fatalf("appendUUID = %s, want %s", got, id)
 		}
