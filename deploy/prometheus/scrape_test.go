@@ -144,28 +144,7 @@ func startCmd(t *testing.T, what string, cmd *exec.Cmd) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	out := &testenv.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", what, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s output:\n%s", what, out.String())
-		}
-	})
+	testenv.StartProcess(t, what, cmd, os.Interrupt, 15*time.Second)
 }
 
 // promServer is a Prometheus server started by a test.

@@ -203,25 +203,7 @@ func start(t *testing.T, bin string, env []string, name string, args ...string) 
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(append(os.Environ(), "OTEL_SERVICE_NAME=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="), env...)
-	var log testenv.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, log.String())
-		}
-	})
+	testenv.StartProcess(t, name, cmd, syscall.SIGTERM, 20*time.Second)
 }
 
 func get(t *testing.T, url, accept string) string {
