@@ -209,7 +209,7 @@ func (ps *producerSession) ensureTopic(ctx context.Context, topic string) error 
 		return nil // the usual case, without a goroutine
 	}
 	done := make(chan error, 1)
-	go func() { done <- ensureTopic(ctx, ps.topics, topic) }()
+	go func() { done <- ensureTopicOrStop(ctx, ps.topics, topic) }()
 	select {
 	case err := <-done:
 		return err

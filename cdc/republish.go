@@ -184,7 +184,7 @@ func learnTopics(ctx context.Context, cfg *Config, cat *outbox.Catalog, q outbox
 	}
 	bad := map[string]string{}
 	for _, t := range types {
-		if err := ensureTopic(ctx, tp, cfg.TopicPrefix+t); err != nil {
+		if err := ensureTopicOrStop(ctx, tp, cfg.TopicPrefix+t); err != nil {
 			if reason := setaside.Reason(err); reason != "" {
 				bad[cfg.TopicPrefix+t] = reason
 				continue

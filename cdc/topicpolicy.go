@@ -75,9 +75,9 @@ func (c *Config) topicSettings() topics.Settings {
 		Refusal: c.topicRefusal}
 }
 
-// ensureTopic is m.Ensure with a topic setting the broker refused made
+// ensureTopicOrStop is m.Ensure with a topic setting the broker refused made
 // fatal: every topic would fail the same way.
-func ensureTopic(ctx context.Context, m *topics.Manager, topic string) error {
+func ensureTopicOrStop(ctx context.Context, m *topics.Manager, topic string) error {
 	err := m.Ensure(ctx, topic)
 	if errors.Is(err, topics.ErrSettings) {
 		return fatal(err)
