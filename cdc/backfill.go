@@ -4,21 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"time"
 
-	"github.com/eventforge/eventforge/cdc/outboxscan"
-
+	"github.com/IBM/sarama"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-)
+	"golang.org/x/sync/errgroup"
 
-// A new slot is created with an exported snapshot: exactly the transactions
-// committed before the slot's consistent point are visible in it, and
-// exactly the later ones are streamed from the slot. Publishing the rows the
-// snapshot sees, waiting for their acks, and only then streaming therefore
-// publishes every row once, with each key's older rows before its newer ones.
+	"github.com/eventforge/eventforge/cdc/ack"
+	"github.com/eventforge/eventforge/cdc/backfill"
+	"github.com/eventforge/eventforge/cdc/outboxscan"
+	"github.com/eventforge/eventforge/cdc/setaside"
+	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
+)
 
 // ErrBackfillUnfinished stops a relay started without a backfill on a slot
 // whose backfill an earlier start did not finish: streaming would skip the
@@ -44,44 +44,6 @@ func (c *Config) backfillRange() (outboxscan.Range, bool) {
 	return outboxscan.Range{}, false
 }
 
-// snapshotName is the shape of a name CREATE_REPLICATION_SLOT exports
-// (e.g. 00000003-00000002-1); SET TRANSACTION SNAPSHOT takes no parameter.
-var snapshotName = regexp.MustCompile(`^[0-9A-Fa-f-]{1,64}$`)
-
-// snapshot is a read-only transaction that sees what a new slot's exported
-// snapshot saw.
-type snapshot struct {
-	conn *pgx.Conn
-	tx   pgx.Tx
-}
-
-// importSnapshot opens a connection and imports the exported snapshot name.
-// It must run before the replication connection that exported it issues
-// another command: the export ends with that command.
-func importSnapshot(ctx context.Context, url, name string) (*snapshot, error) {
-	if !snapshotName.MatchString(name) {
-		return nil, fmt.Errorf("unexpected snapshot name %q", name)
-	}
-	conn, err := connectSQL(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err == nil {
-		_, err = tx.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+name+"'")
-	}
-	if err != nil {
-		closeConn(ctx, conn.Close)
-		return nil, fmt.Errorf("import snapshot %s of the new slot: %w", name, err)
-	}
-	return &snapshot{conn: conn, tx: tx}, nil
-}
-
-func (s *snapshot) close(ctx context.Context) {
-	_ = s.tx.Rollback(context.WithoutCancel(ctx))
-	closeConn(ctx, s.conn.Close)
-}
-
 // createSlot creates the slot with an exported snapshot and, before
 // returning its consistent point (where streaming starts), publishes the
 // rows the configuration asks for from that snapshot and waits for their
@@ -90,8 +52,8 @@ func (s *snapshot) close(ctx context.Context) {
 // that creates it: first run, recovery after slot drop, a repeated backfill.
 func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.PgConn, failover bool) (pglogrepl.LSN, error) {
 	slot := r.cfg.Slot
-	rng, backfill := r.cfg.backfillRange()
-	if backfill {
+	rng, fill := r.cfg.backfillRange()
+	if fill {
 		// Before the slot exists: a crash between the two must not leave a
 		// slot that a restart would stream from without the backfill.
 		if err := writeState(ctx, sqlConn, slot, backfillPending); err != nil {
@@ -106,46 +68,23 @@ func (r *Relay) createSlot(ctx context.Context, sqlConn *pgx.Conn, repl *pgconn.
 	if err != nil {
 		return 0, fmt.Errorf("parse consistent point of slot %s: %w", slot, err)
 	}
-	snap, err := importSnapshot(ctx, r.cfg.PGURL, res.SnapshotName)
+	snap, err := backfill.Import(ctx, res.SnapshotName, func(ctx context.Context) (*pgx.Conn, error) { return connectSQL(ctx, r.cfg.PGURL) })
 	if err != nil {
 		return 0, err
 	}
-	defer snap.close(ctx)
-	if backfill {
+	defer snap.Close(ctx)
+	if fill {
 		if err := r.backfill(ctx, snap, sqlConn, rng, lsn); err != nil {
 			return 0, err
 		}
 	} else {
-		r.warnUnpublished(ctx, snap)
+		backfill.WarnUnpublished(ctx, snap.Tx(), r.catalog, slot, r.log)
 	}
 	// From now on a missing slot means events may have been skipped.
 	if err := writeState(ctx, sqlConn, slot, lsn); err != nil {
 		return 0, err
 	}
 	return lsn, nil
-}
-
-func sinceText(rng outboxscan.Range) string {
-	if rng.Since.IsZero() {
-		return "all"
-	}
-	return rng.Since.UTC().Format(time.RFC3339Nano)
-}
-
-// warnUnpublished tells the operator about outbox rows committed before a
-// slot created without a backfill: the slot will never deliver them.
-func (r *Relay) warnUnpublished(ctx context.Context, snap *snapshot) {
-	n, oldest, err := outboxscan.Count(ctx, snap.tx, r.catalog)
-	if err != nil {
-		r.log.Warn("new replication slot: could not count the outbox rows committed before it, which it will not deliver", "err", err)
-		return
-	}
-	if n == 0 {
-		return
-	}
-	r.log.Warn(fmt.Sprintf("new replication slot %s: %d outbox rows committed before it (oldest created_at %s) will not be published; "+
-		"to publish them in order before the stream: stop the relay, run eventforge slot drop --slot %s --yes, and start eventforge cdc run with --backfill-since TIME or --backfill-all",
-		r.cfg.Slot, n, oldest.UTC().Format(time.RFC3339), r.cfg.Slot), "unpublished_rows", n)
 }
 
 // redoBackfill handles a slot whose backfill an earlier start began but
@@ -164,4 +103,111 @@ func (r *Relay) redoBackfill(ctx context.Context, sqlConn *pgx.Conn, repl *pgcon
 	}
 	r.log.Warn("the backfill of an earlier start did not finish: creating the slot again and repeating the backfill")
 	return r.createSlot(ctx, sqlConn, repl, failover)
+}
+
+// backfill publishes rng's rows of the snapshot (package backfill) through
+// a producer session of the relay's own: the same producer, record format,
+// size limits, rejections and error handling as streamed events. lsn is
+// the slot's consistent point.
+func (r *Relay) backfill(ctx context.Context, snap *backfill.Snapshot, db *pgx.Conn, rng outboxscan.Range, lsn pglogrepl.LSN) error {
+	job := backfill.Job{Slot: r.cfg.Slot, Range: rng, Catalog: r.catalog, ConsistentPoint: lsn,
+		MaxInFlightEvents: r.cfg.MaxInFlightEvents, MaxInFlightBytes: r.cfg.MaxInFlightBytes, Log: r.log}
+	bp := &backfillProducer{r: r, db: db}
+	err := backfill.Run(ctx, job, snap.Tx(), bp)
+	switch {
+	case err == nil:
+		return nil
+	case bp.startErr != nil:
+		return bp.startErr // the producer session's own, already explained
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	if code, _ := pgErrorCode(err); pgerrcode.IsSyntaxErrororAccessRuleViolation(code) {
+		// A missing privilege or column: retrying cannot fix it.
+		return fatal(fmt.Errorf("backfill from the snapshot of slot %s: %w", r.cfg.Slot, err))
+	}
+	return fmt.Errorf("backfill from the snapshot of slot %s (the next attempt creates the slot again and repeats it): %w", r.cfg.Slot, err)
+}
+
+// backfillProducer is the relay's produce path as a backfill uses it
+// (backfill.Producer).
+type backfillProducer struct {
+	r        *Relay
+	db       *pgx.Conn // outbox_rejected writes
+	startErr error     // the producer session could not start
+}
+
+// Start starts a producer session whose acks go to tr, and its feeder: a
+// producer error ends the backfill through fail, as it ends a stream
+// session.
+func (bp *backfillProducer) Start(ctx context.Context, tr *ack.Tracker, fail context.CancelCauseFunc) (backfill.Feed, error) {
+	r := bp.r
+	ps, err := newProducerSession(ctx, &r.cfg, r.limits, r.m.produceRequests, r.log)
+	if err != nil {
+		bp.startErr = err
+		return nil, err
+	}
+	feed := make(chan *pending, r.cfg.MaxInFlightEvents+1)
+	ps.log, ps.m, ps.tr, ps.db, ps.rejected = r.log, r.m, tr, bp.db, setaside.Set{}
+	bf := &backfillFeed{ps: ps, tr: tr, feed: feed, drained: ps.startDrainers(),
+		build: outbox.NewBuilder(r.cfg.TopicPrefix).WithFormat(&r.catalog.Mapping)}
+	bf.g.Go(func() error {
+		err := ps.feed(ctx, feed)
+		if err != nil {
+			fail(err)
+		}
+		return err
+	})
+	return bf, nil
+}
+
+// backfillFeed is one producer session of a backfill (backfill.Feed).
+type backfillFeed struct {
+	ps      *producerSession
+	tr      *ack.Tracker
+	feed    chan *pending
+	drained <-chan struct{}
+	g       errgroup.Group
+	build   *outbox.Builder
+	spans   tracing.Batcher
+}
+
+// Send builds row's record as the stream builds an event's, with the
+// relay's rule for a row that cannot become one (see pgoutput.RowError):
+// it is set aside. It has no commit time: commit-to-ack is the stream's
+// latency.
+func (bf *backfillFeed) Send(ctx context.Context, row *outbox.Row) error {
+	e := &row.Event
+	p := &pending{id: e.ID}
+	switch {
+	case row.Problem != "":
+		p.reason = row.Problem
+		p.rec.Msg = sarama.ProducerMessage{Topic: bf.build.Topic(e)}
+	default:
+		if err := bf.build.Build(&p.rec, e); err != nil {
+			if outbox.IsUnavailable(err) {
+				return err // an outage, never a reason to set the row aside
+			}
+			p.reason = err.Error()
+			p.rec.Msg = sarama.ProducerMessage{Topic: bf.build.Topic(e)}
+		}
+	}
+	traceRecord(&bf.spans, e, p)
+	p.msg = &p.rec.Msg
+	p.msg.Metadata = p
+	p.size = p.msg.ByteSize(recordVersion)
+	p.tok = bf.tr.Add(p.size)
+	select {
+	case bf.feed <- p:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Close closes the feed, waits for the feeder and shuts the producer down.
+func (bf *backfillFeed) Close() {
+	close(bf.feed)
+	_ = bf.g.Wait()
+	bf.ps.shutdown(bf.drained)
 }
