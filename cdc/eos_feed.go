@@ -70,7 +70,7 @@ func newEOSFeeder(ctx context.Context, ps *producerSession) (*eosFeeder, error) 
 	if err := ps.topics.EnsureCompacted(ctx, topic); err != nil {
 		return nil, err
 	}
-	pos, err := readPosition(ctx, ps.client, topic, ps.cfg.Slot)
+	pos, err := position.Read(ctx, ps.client, topic, ps.cfg.Slot)
 	if err != nil {
 		return nil, err
 	}
@@ -252,4 +252,17 @@ func (ps *producerSession) committed(records int, err error) {
 	if ps.eos != nil {
 		ps.eos.txnCommitted()
 	}
+}
+
+// positionTopicSuffix names the exactly-once relay's position topic after
+// the topic prefix, unless --position-topic names it.
+const positionTopicSuffix = "eventforge.positions"
+
+// positionTopic is the compacted topic holding the exactly-once position of
+// each slot (key: the slot name).
+func (c *Config) positionTopic() string {
+	if c.PositionTopic != "" {
+		return c.PositionTopic
+	}
+	return c.TopicPrefix + positionTopicSuffix
 }

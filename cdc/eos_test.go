@@ -158,7 +158,7 @@ func readSlotPosition(t testing.TB, cfg Config) position.Position {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	pos, err := readPosition(context.Background(), cl, cfg.positionTopic(), cfg.Slot)
+	pos, err := position.Read(context.Background(), cl, cfg.positionTopic(), cfg.Slot)
 	if err != nil {
 		t.Fatal(err)
 	}

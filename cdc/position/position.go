@@ -8,7 +8,8 @@
 // their commit record, which pgoutput's BEGIN carries): it grows strictly in
 // commit order, the order the slot streams them in.
 //
-// Imports (floor: shared library): no other EventForge package.
+// Imports (floor: shared library): internal/shared/kafka (Read's
+// read_committed scan) and sarama; no other EventForge package.
 package position
 
 import (
