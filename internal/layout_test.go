@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -51,6 +52,7 @@ var floorRules = []struct {
 	{"cdc/outboxscan", library},
 	{"cdc/setaside", library},
 	{"cdc/topics", library},
+	{"cdc/backfill", library},
 	{"cdc", product},
 	{"worker", product},
 	{"api", product},
@@ -214,6 +216,7 @@ func TestFloorRuleCatchesWrongImports(t *testing.T) {
 		{"tool takes from another tool", map[string][]string{"internal/tools/console": {"internal/tools/bench"}}, 1},
 		{"tool down to product", map[string][]string{"internal/tools/bench": {"cdc", "internal/shared/outbox"}}, 0},
 		{"library up to product", map[string][]string{"cdc/produce": {"cdc"}}, 1},
+		{"backfill up to the relay it serves", map[string][]string{"cdc/backfill": {"cdc", "cdc/ack", "cdc/outboxscan"}}, 1},
 		{"library up to product elsewhere", map[string][]string{"internal/shared/kafka": {"worker/kafkaconf"}}, 1},
 		{"product up to tool", map[string][]string{"worker": {"internal/tools/bench"}}, 1},
 		{"tool up to program", map[string][]string{"internal/tools/chaos": {"cmd/eventforge"}}, 1},
@@ -230,5 +233,61 @@ func TestFloorRuleCatchesWrongImports(t *testing.T) {
 				t.Errorf("violations = %q, want %d", got, tt.wantBad)
 			}
 		})
+	}
+}
+
+// treeEntries returns the folders drawn in docs/architecture.md between
+// the layout markers, as module-relative paths: each "name/" line is a
+// child of the nearest line above it indented two spaces less.
+func treeEntries(t *testing.T, doc string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "<!-- layout:begin")
+	block, _, ok2 := strings.Cut(rest, "<!-- layout:end -->")
+	if !ok || !ok2 {
+		t.Fatal("docs/architecture.md: no <!-- layout:begin --> ... <!-- layout:end --> block")
+	}
+	_, block, _ = strings.Cut(block, "```text\n")
+	block, _, _ = strings.Cut(block, "```")
+	var stack, out []string
+	for _, line := range strings.Split(block, "\n") {
+		name := strings.TrimLeft(line, " ")
+		if name == "" {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		depth := (len(line) - len(strings.TrimLeft(line, " "))) / 2
+		if !strings.HasSuffix(name, "/") || depth > len(stack) {
+			t.Fatalf("docs/architecture.md tree: cannot place %q", line)
+		}
+		stack = append(stack[:depth], strings.TrimSuffix(name, "/"))
+		out = append(out, strings.Join(stack, "/"))
+	}
+	return out
+}
+
+// TestArchitectureTreeMatchesTheCode holds the tree drawn in
+// docs/architecture.md to the module: every package is drawn, and every
+// folder drawn exists.
+func TestArchitectureTreeMatchesTheCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := map[string]bool{}
+	for _, e := range treeEntries(t, string(doc)) {
+		drawn[e] = true
+		if st, err := os.Stat(filepath.Join("..", e)); err != nil || !st.IsDir() {
+			t.Errorf("docs/architecture.md draws %s/, which is not a folder of the module", e)
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(pkg, module+"/")
+		if rel != pkg && rel != "internal" && !drawn[rel] {
+			t.Errorf("docs/architecture.md does not draw the package %s/ in its tree", rel)
+		}
 	}
 }
