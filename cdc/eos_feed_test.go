@@ -1,157 +1,33 @@
 package cdc
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 
-	"github.com/eventforge/eventforge/cdc/topics"
-
-	"github.com/eventforge/eventforge/cdc/setaside"
-
 	"github.com/IBM/sarama"
-	"github.com/jackc/pglogrepl"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/eventforge/eventforge/cdc/ack"
-	"github.com/eventforge/eventforge/cdc/position"
+	"github.com/eventforge/eventforge/cdc/eos"
 )
 
-type countingTracker struct{ acks int }
-
-func (c *countingTracker) Ack(ack.Token) { c.acks++ }
-
-// newTestFeeder is a feeder whose engine input is the returned channel.
-func newTestFeeder(t *testing.T, done position.Position, maxHeld int) (*eosFeeder, chan *pending, *countingTracker) {
-	t.Helper()
-	m, err := newMetrics(prometheus.NewRegistry(), "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	lim := topics.NewLimits(cfg.MaxMessageBytes, nil)
-	tr := &countingTracker{}
-	out := make(chan *pending, 100)
-	ps := &producerSession{cfg: &cfg, log: slog.New(slog.DiscardHandler), m: m, tr: tr, limits: lim,
-		topics: topics.Known("t"), maxBytes: lim.Current(), rejected: setaside.Set{}}
-	f := &eosFeeder{ps: ps, topic: "positions", slot: "s", interval: 1 << 62, maxHeld: maxHeld, maxBytes: 1 << 30,
-		done: done, out: out}
-	return f, out, tr
-}
-
-// handed returns what the feeder handed to the engine so far.
-func handed(out chan *pending) []*pending {
-	var got []*pending
-	for {
-		select {
-		case p := <-out:
-			got = append(got, p)
-		default:
-			return got
+// TestEOSItems: the relay's events as the exactly-once feeder reads them,
+// and the position record it makes one of: the record that ends its Kafka
+// transaction, whose metadata leads the engine back to it.
+func TestEOSItems(t *testing.T) {
+	var x eosItems
+	for _, tc := range []struct {
+		name string
+		p    *pending
+		want eos.Event
+	}{
+		{"an event", &pending{txn: 100, lsn: 50, size: 10, msg: &sarama.ProducerMessage{Topic: "t"}}, eos.Event{Txn: 100, LSN: 50, Size: 10}},
+		{"a transaction's end", &pending{txn: 100, end: 110}, eos.Event{Marker: true, Txn: 100, End: 110}},
+	} {
+		if got := x.Of(tc.p); got != tc.want {
+			t.Errorf("%s: Of = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-}
-
-func row(txn, lsn pglogrepl.LSN) *pending {
-	return &pending{txn: txn, lsn: lsn, size: 10, msg: &sarama.ProducerMessage{Topic: "t"}}
-}
-
-func end(txn, endLSN pglogrepl.LSN) *pending { return &pending{txn: txn, end: endLSN} }
-
-// positionOf decodes the position record among ps (the last one), which
-// must end its transaction.
-func positionOf(t *testing.T, ps []*pending) position.Position {
-	t.Helper()
-	last := ps[len(ps)-1]
-	if last.msg.Topic != "positions" || !last.ends || last.record().Msg.Metadata != last {
-		t.Fatalf("the last record went to %s (ends the transaction: %v), want the position record", last.msg.Topic, last.ends)
-	}
-	b, _ := last.msg.Value.Encode()
-	slot, p, err := position.Decode(b)
-	if err != nil || slot != "s" {
-		t.Fatalf("position record %s: %v", b, err)
-	}
-	return p
-}
-
-// TestEOSFeederSkipsAndEndsWithThePosition: events a committed transaction
-// holds are acked without being produced; the others go to the engine,
-// unacked (the engine acks them once their transaction committed), followed
-// by the position record that ends their transaction.
-func TestEOSFeederSkipsAndEndsWithThePosition(t *testing.T) {
-	ctx := context.Background()
-	f, out, tr := newTestFeeder(t, position.Position{FinalLSN: 100, RowLSN: 60}, 1000)
-	for _, p := range []*pending{row(100, 50), row(100, 60), row(100, 70), end(100, 110), row(200, 150), end(200, 210)} {
-		f.take(ctx, p)
-	}
-	if tr.acks != 2 {
-		t.Fatalf("%d acks, want the 2 skipped events only", tr.acks)
-	}
-	if got := handed(out); len(got) != 2 {
-		t.Fatalf("%d records handed over before the commit, want 2", len(got))
-	}
-	f.commit(ctx)
-	got := handed(out)
-	if len(got) != 1 || tr.acks != 2 {
-		t.Fatalf("after the commit: %d records handed over, %d acks; want the position record alone, 2", len(got), tr.acks)
-	}
-	if p, want := positionOf(t, got), (position.Position{FinalLSN: 200, EndLSN: 210}); p != want || f.done != want {
-		t.Fatalf("position %+v (feeder at %+v), want %+v", p, f.done, want)
-	}
-	f.commit(ctx)
-	if got := handed(out); len(got) != 0 {
-		t.Fatalf("a commit with no transaction open handed over %d records", len(got))
-	}
-}
-
-// TestEOSFeederSplitsLargeTransaction: a transaction larger than the cut
-// commits mid-way with a partial position, then completes.
-func TestEOSFeederSplitsLargeTransaction(t *testing.T) {
-	ctx := context.Background()
-	f, out, _ := newTestFeeder(t, position.Position{}, 2)
-	for _, p := range []*pending{row(500, 100), row(500, 200)} {
-		f.take(ctx, p)
-	}
-	got := handed(out)
-	if p, want := positionOf(t, got), (position.Position{FinalLSN: 500, RowLSN: 200}); p != want || len(got) != 3 {
-		t.Fatalf("after the cut: position %+v, %d records; want %+v, 3", p, len(got), want)
-	}
-	for _, p := range []*pending{row(500, 300), end(500, 510)} {
-		f.take(ctx, p)
-	}
-	f.commit(ctx)
-	got = handed(out)
-	if p, want := positionOf(t, got), (position.Position{FinalLSN: 500, EndLSN: 510}); p != want || len(got) != 2 {
-		t.Fatalf("at the end: position %+v, %d records; want %+v, 2", p, len(got), want)
-	}
-}
-
-// TestEOSFeederCommitsOneTransactionAtATime: at a PostgreSQL commit with
-// nothing more queued the feeder ends the transaction at once, unless the
-// engine still commits the previous one: then the transaction keeps
-// growing, and ends at the first boundary after that commit.
-func TestEOSFeederCommitsOneTransactionAtATime(t *testing.T) {
-	ctx := context.Background()
-	f, out, _ := newTestFeeder(t, position.Position{}, 1000)
-	f.settled = make(chan struct{}, 1)
-	idle := make(chan *pending)
-	f.take(ctx, row(100, 50))
-	f.take(ctx, end(100, 110))
-	f.commitIfIdle(ctx, idle)
-	if got := handed(out); len(got) != 2 || f.open {
-		t.Fatalf("an idle engine: %d records handed over, transaction open %v; want the event and the position, closed", len(got), f.open)
-	}
-	f.take(ctx, row(200, 150))
-	f.take(ctx, end(200, 210))
-	f.commitIfIdle(ctx, idle)
-	if got := handed(out); len(got) != 1 || !f.open {
-		t.Fatalf("while the engine commits: %d records handed over, transaction open %v; want the event alone, open", len(got), f.open)
-	}
-	f.txnCommitted()
-	<-f.settled
-	f.commitIfIdle(ctx, idle)
-	got := handed(out)
-	if p, want := positionOf(t, got), (position.Position{FinalLSN: 200, EndLSN: 210}); p != want || len(got) != 1 {
-		t.Fatalf("after the commit: position %+v, %d records; want %+v, 1", p, len(got), want)
+	msg := &sarama.ProducerMessage{Topic: "positions", Key: sarama.StringEncoder("s"), Value: sarama.ByteEncoder("{}")}
+	p := x.Position(msg)
+	if r := p.record(); !p.ends || !r.Commit || r.Msg != msg || msg.Metadata != p || r.Size != msg.ByteSize(recordVersion) {
+		t.Fatalf("Position = %+v (record %+v), want the record that ends the transaction, sized, its metadata itself", p, r)
 	}
 }

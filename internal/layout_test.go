@@ -53,6 +53,7 @@ var floorRules = []struct {
 	{"cdc/setaside", library},
 	{"cdc/topics", library},
 	{"cdc/backfill", library},
+	{"cdc/eos", library},
 	{"cdc", product},
 	{"worker", product},
 	{"api", product},
