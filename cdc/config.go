@@ -6,8 +6,11 @@
 // Imports (floor: product, the relay): shared libraries, among them its
 // own packages cdc/pgoutput (decoder), cdc/ack (confirmable position),
 // cdc/produce (produce engine), cdc/topics, cdc/setaside (outbox_rejected),
-// cdc/outboxscan (outbox rows by SQL) and cdc/position (exactly-once
-// position); never worker, api or the tools.
+// cdc/outboxscan (outbox rows by SQL), cdc/position (exactly-once
+// position), cdc/eos (the exactly-once feeder) and cdc/backfill (a new
+// slot's snapshot, published before its stream); never worker, api or the
+// tools. The packages it plugs into declare what they need of it
+// (backfill.Producer, eos.Items) and never import it.
 package cdc
 
 import (
