@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -53,6 +54,56 @@ func topicRecords(t testing.TB, brokers []string, topic string) int64 {
 		n += hi - lo
 	}
 	return n
+}
+
+// stableRecords is the number of records of topic a read_committed
+// consumer can read now: over all partitions, the last stable offset (the
+// first offset of a transaction still open, else the high watermark) less
+// the oldest offset. Unlike committedCounts it does not wait for an open
+// transaction to be decided, so it answers at once while a crashed
+// producer's transaction is still open.
+func stableRecords(t testing.TB, brokers []string, topic string) int64 {
+	t.Helper()
+	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ps, err := cl.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, p := range ps {
+		lo, err := cl.GetOffset(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += lastStableOffset(t, cl, topic, p) - lo
+	}
+	return n
+}
+
+// lastStableOffset asks the partition's leader for the latest offset as a
+// read_committed consumer sees it (ListOffsets at isolation level
+// READ_COMMITTED): the last stable offset.
+func lastStableOffset(t testing.TB, cl sarama.Client, topic string, p int32) int64 {
+	t.Helper()
+	leader, err := cl.Leader(topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &sarama.OffsetRequest{Version: 2, IsolationLevel: sarama.ReadCommitted}
+	req.AddBlock(topic, p, sarama.OffsetNewest, 1)
+	resp, err := leader.GetAvailableOffsets(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := resp.GetBlock(topic, p)
+	if b == nil || !errors.Is(b.Err, sarama.ErrNoError) {
+		t.Fatalf("last stable offset of %s/%d: %v", topic, p, b)
+	}
+	return b.Offset
 }
 
 // vmHWM is the peak resident set size of pid in kB.
