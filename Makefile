@@ -102,20 +102,33 @@ test: up jaeger clean-test-data
 # (EVENTFORGE_TEST_BINARY) instead of each package's test building its own;
 # a file of its own, so a make build beside them (console-test's) cannot
 # replace it under a running test.
+#
+# go test starts packages in the order it is given them: the longest first
+# (TEST_FIRST, the slowest first, from go test -json of make test), so the
+# last to end is a short one instead of cdc or worker started late. A
+# package listed there that no longer exists is left out.
 TEST_BIN := bin/eventforge-test
+TEST_FIRST_DIRS := cdc worker cmd/eventforge internal/tools/bench internal/testsupport/testenv \
+	internal/tools/chaos deploy/prometheus internal/shared/tracing internal/tools/console
+TEST_FIRST := $(foreach d,$(TEST_FIRST_DIRS),$(if $(wildcard $(d)/*_test.go),./$(d)/))
 test-go:
 	$(GO) build -o $(TEST_BIN) ./cmd/eventforge
-	EVENTFORGE_TEST_BINARY=$(CURDIR)/$(TEST_BIN) $(GO) test $(TEST_FLAGS) ./...
+	EVENTFORGE_TEST_BINARY=$(CURDIR)/$(TEST_BIN) $(GO) test $(TEST_FLAGS) $(TEST_FIRST) ./...
 
-# fuzz-smoke runs niced: its budget is time, not work, so it takes the CPU
-# the Go tests leave idle and never starves their timing-bound checks.
-test-checks: vet staticcheck cyclo
+# The Go tests are make test's longest chain (their build first, then
+# cdc's), so the other two chains run niced (TEST_SIDE_NICE): they end in
+# about half the time and have the slack to yield the CPU while test-go
+# compiles or its timing-bound tests run. fuzz-smoke runs more niced: its
+# budget is time, not work, so it takes only the CPU left idle.
+TEST_SIDE_NICE ?= 5
+test-checks:
+	@nice -n $(TEST_SIDE_NICE) $(MAKE) --no-print-directory vet staticcheck cyclo
 	@nice -n 10 $(MAKE) --no-print-directory fuzz-smoke
-	@$(MAKE) --no-print-directory helm-check
+	@nice -n $(TEST_SIDE_NICE) $(MAKE) --no-print-directory helm-check
 
 test-tools:
-	@$(MAKE) --no-print-directory api-fuzz
-	@$(MAKE) --no-print-directory console-test
+	@nice -n $(TEST_SIDE_NICE) $(MAKE) --no-print-directory api-fuzz
+	@nice -n $(TEST_SIDE_NICE) $(MAKE) --no-print-directory console-test
 
 # Drops what test runs left on the local services (a killed or timed-out
 # run skips its cleanups): databases and topics with a test's unique name
