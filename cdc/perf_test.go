@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -31,8 +32,38 @@ func needEnv(t *testing.T, name string) {
 }
 
 // topicRecords is the number of records in topic (high minus low water
-// marks over all partitions).
+// marks over all partitions); 0 while the topic or a leader is missing.
 func topicRecords(t testing.TB, brokers []string, topic string) int64 {
+	t.Helper()
+	n, err := sumPartitions(t, brokers, topic, func(cl sarama.Client, p int32) (int64, error) {
+		return cl.GetOffset(topic, p, sarama.OffsetNewest)
+	})
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// stableRecords is the number of records of topic a read_committed
+// consumer can read now: over all partitions, the last stable offset (the
+// first offset of a transaction still open, else the high watermark) less
+// the oldest offset. Unlike committedCounts it does not wait for an open
+// transaction to be decided, so it answers at once while a crashed
+// producer's transaction is still open.
+func stableRecords(t testing.TB, brokers []string, topic string) int64 {
+	t.Helper()
+	n, err := sumPartitions(t, brokers, topic, func(cl sarama.Client, p int32) (int64, error) {
+		return lastStableOffset(cl, topic, p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// sumPartitions adds, over every partition of topic, the offset end gives
+// less the partition's oldest offset.
+func sumPartitions(t testing.TB, brokers []string, topic string, end func(cl sarama.Client, p int32) (int64, error)) (int64, error) {
 	t.Helper()
 	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
 	if err != nil {
@@ -41,18 +72,45 @@ func topicRecords(t testing.TB, brokers []string, topic string) int64 {
 	defer cl.Close()
 	ps, err := cl.Partitions(topic)
 	if err != nil {
-		return 0
+		return 0, err
 	}
 	var n int64
 	for _, p := range ps {
-		hi, err1 := cl.GetOffset(topic, p, sarama.OffsetNewest)
-		lo, err2 := cl.GetOffset(topic, p, sarama.OffsetOldest)
-		if err1 != nil || err2 != nil {
-			return 0
+		hi, err := end(cl, p)
+		if err != nil {
+			return 0, err
+		}
+		lo, err := cl.GetOffset(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			return 0, err
 		}
 		n += hi - lo
 	}
-	return n
+	return n, nil
+}
+
+// lastStableOffset asks the partition's leader for the latest offset as a
+// read_committed consumer sees it (ListOffsets at isolation level
+// READ_COMMITTED): the last stable offset.
+func lastStableOffset(cl sarama.Client, topic string, p int32) (int64, error) {
+	leader, err := cl.Leader(topic, p)
+	if err != nil {
+		return 0, err
+	}
+	req := &sarama.OffsetRequest{Version: 2, IsolationLevel: sarama.ReadCommitted}
+	req.AddBlock(topic, p, sarama.OffsetNewest, 1)
+	resp, err := leader.GetAvailableOffsets(req)
+	if err != nil {
+		return 0, err
+	}
+	b := resp.GetBlock(topic, p)
+	if b == nil {
+		return 0, fmt.Errorf("last stable offset of %s/%d: no answer for the partition", topic, p)
+	}
+	if !errors.Is(b.Err, sarama.ErrNoError) {
+		return 0, fmt.Errorf("last stable offset of %s/%d: %w", topic, p, b.Err)
+	}
+	return b.Offset, nil
 }
 
 // vmHWM is the peak resident set size of pid in kB.

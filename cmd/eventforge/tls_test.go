@@ -370,10 +370,13 @@ func TestSecureTransport(t *testing.T) {
 }
 
 func testSecurePipeline(t *testing.T, e *secureEnv) {
-	conn := e.conn(t)
 	handlers := filepath.Join(e.root, "deploy", "handlers", "orders.yaml")
 	for _, mech := range []string{kafka.MechanismPlain, kafka.MechanismSCRAMSHA256, kafka.MechanismSCRAMSHA512} {
 		t.Run(mech, func(t *testing.T) {
+			// Side by side: each mechanism has its own slot, topics and
+			// connection, and waits mostly on its processes starting.
+			t.Parallel()
+			conn := e.conn(t)
 			prefix := testenv.UniqueName("sec") + "."
 			topic := prefix + "orders"
 			addr := testenv.FreeAddr(t)

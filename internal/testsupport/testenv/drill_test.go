@@ -14,30 +14,24 @@ import (
 // cluster of StartKafkaCluster; make chaos runs on it. Starting three
 // brokers here would double the test's time.)
 func TestLocalServicesFailoverDrill(t *testing.T) {
+	t.Parallel()
 	Shared(t)
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := stateDir(root)
-	state := filepath.Join(shared, "private", "drill-test-"+UniqueName("s")[2:])
-	// The shared folder's caches of server binaries and Kafka jars.
-	for _, c := range []struct{ env, dir string }{{"EVENTFORGE_PG_BINARIES", "pg-binaries"}, {"EVENTFORGE_KAFKA_LIBS", "kafka-libs"}} {
-		if os.Getenv(c.env) == "" {
-			t.Setenv(c.env, filepath.Join(shared, c.dir))
-		}
-	}
-	t.Setenv("EVENTFORGE_STATE_DIR", state)
-	t.Setenv("EVENTFORGE_PG_VERSION", "17")
-	t.Setenv("EVENTFORGE_KAFKA_NODES", "")
-	t.Setenv("EVENTFORGE_STANDBY", "1")
+	state := filepath.Join(stateDir(root), "private", "drill-test-"+UniqueName("s")[2:])
+	// The scripts' environment, not the process's (the test runs beside
+	// others): its own state folder, and the shared folder's caches.
+	env := append(sharedCaches(root), "EVENTFORGE_STATE_DIR="+state,
+		"EVENTFORGE_PG_VERSION=17", "EVENTFORGE_KAFKA_NODES=", "EVENTFORGE_STANDBY=1")
 	t.Cleanup(func() {
-		_, _ = runScript(root, "down.sh")
+		_, _ = runScriptEnv(root, env, "down.sh")
 		removeAll(filepath.Join(state, "pg-17.standby"))
 		removeAll(filepath.Join(state, "pg-17"))
 		_ = os.RemoveAll(state)
 	})
-	vars := up(t, root, state)
+	vars := up(t, root, env, state)
 	if vars["EVENTFORGE_STANDBY_URL"] == "" {
 		t.Fatalf("local.env names no standby: %v", vars)
 	}
@@ -51,8 +45,8 @@ func TestLocalServicesFailoverDrill(t *testing.T) {
 		t.Fatalf("primary's synchronized_standby_slots = %q, want the standby's physical slot", got)
 	}
 
-	t.Setenv("EVENTFORGE_STANDBY", "")
-	vars = up(t, root, state)
+	env = append(env, "EVENTFORGE_STANDBY=") // the last value counts
+	vars = up(t, root, env, state)
 	if _, err := os.Stat(filepath.Join(state, "pg-17.standby")); !os.IsNotExist(err) || vars["EVENTFORGE_STANDBY_URL"] != "" {
 		t.Fatalf("the standby is still there after make up without STANDBY (stat: %v, local.env: %v)", err, vars)
 	}
@@ -60,7 +54,7 @@ func TestLocalServicesFailoverDrill(t *testing.T) {
 		t.Fatalf("primary's synchronized_standby_slots = %q after the standby was removed, want none", got)
 	}
 
-	if out, err := runScript(root, "down.sh"); err != nil {
+	if out, err := runScriptEnv(root, env, "down.sh"); err != nil {
 		t.Fatalf("down.sh: %v\n%s", err, out)
 	}
 	if left := processesMentioning(t, state); len(left) > 0 {
@@ -68,9 +62,23 @@ func TestLocalServicesFailoverDrill(t *testing.T) {
 	}
 }
 
-func up(t *testing.T, root, state string) map[string]string {
+// sharedCaches points the scripts of a test's own state folder at the
+// shared folder's caches of server binaries and Kafka jars (unless the
+// environment names others), so a test does not resolve them again.
+func sharedCaches(root string) []string {
+	shared := stateDir(root)
+	var env []string
+	for _, c := range []struct{ env, dir string }{{"EVENTFORGE_PG_BINARIES", "pg-binaries"}, {"EVENTFORGE_KAFKA_LIBS", "kafka-libs"}} {
+		if os.Getenv(c.env) == "" {
+			env = append(env, c.env+"="+filepath.Join(shared, c.dir))
+		}
+	}
+	return env
+}
+
+func up(t *testing.T, root string, env []string, state string) map[string]string {
 	t.Helper()
-	if out, err := runScript(root, "up.sh"); err != nil {
+	if out, err := runScriptEnv(root, env, "up.sh"); err != nil {
 		t.Fatalf("up.sh: %v\n%s", err, out)
 	}
 	vars, err := readEnvFile(filepath.Join(state, "local.env"))

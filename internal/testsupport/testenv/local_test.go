@@ -23,7 +23,8 @@ func TestLocalServicesUpTwiceThenDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(stateDir(root), "private", "local-test-"+UniqueName("s")[2:])
-	env := []string{"EVENTFORGE_STATE_DIR=" + state} // the scripts' state folder, not the process's
+	// The scripts' state folder, not the process's; the shared caches.
+	env := append(sharedCaches(root), "EVENTFORGE_STATE_DIR="+state)
 	t.Cleanup(func() {
 		_, _ = runScriptEnv(root, env, "down.sh")
 		removeAll(filepath.Join(state, "pg"))

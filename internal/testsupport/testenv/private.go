@@ -116,11 +116,16 @@ func (k *Kafka) Kill(t testing.TB) { k.run(t, "kill") }
 
 func (k *Kafka) run(t testing.TB, cmd string) {
 	t.Helper()
-	out, err := runScript(k.root, "kafka.sh", cmd, k.dir)
+	out, err := runScriptEnv(k.root, privateKafkaEnv, "kafka.sh", cmd, k.dir)
 	if err != nil {
 		t.Fatalf("kafka.sh %s: %v\n%s", cmd, err, out)
 	}
 }
+
+// privateKafkaEnv is the environment of kafka.sh for a test's throwaway
+// broker: the quick JIT only, as a broker that lives for one test spends
+// more CPU compiling than it would save.
+var privateKafkaEnv = []string{"KAFKA_JVM_EXTRA_OPTS=-XX:TieredStopAtLevel=1"}
 
 // privateDir makes .eventforge/private/<kind>-<unique>: inside the repository
 // so the cluster's OS user can reach it, and where make down finds leftovers.

@@ -167,7 +167,7 @@ func StartKafkaSASLSSL(t testing.TB, certs *Certs, user, password string) *SASLS
 	scram := fmt.Sprintf("SCRAM-SHA-256=[name=%s,password=%s] SCRAM-SHA-512=[name=%s,password=%s]", user, password, user, password)
 	cmd := exec.Command(filepath.Join(root, "deploy", "local", "kafka.sh"), "start", dir)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "EVENTFORGE_KAFKA_SASL_SSL_CONF="+conf, "EVENTFORGE_KAFKA_ADD_SCRAM="+scram)
+	cmd.Env = append(append(os.Environ(), privateKafkaEnv...), "EVENTFORGE_KAFKA_SASL_SSL_CONF="+conf, "EVENTFORGE_KAFKA_ADD_SCRAM="+scram)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kafka.sh start with SASL_SSL: %v\n%s", err, out)
 	}

@@ -284,15 +284,35 @@ func readEnvFile(path string) (map[string]string, error) {
 	return vars, sc.Err()
 }
 
-// WaitFor polls cond every 50ms until it holds, failing the test with what
-// it waited for when timeout passes first.
+// WaitFor polls cond until it holds, failing the test with what it waited
+// for when timeout passes first. Between checks it sleeps pollInterval of
+// what the last check took.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !cond() {
+	for {
+		began := time.Now()
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(pollInterval(time.Since(began)))
 	}
+}
+
+// Bounds of WaitFor's sleep between two checks of its condition.
+const (
+	minPoll = 50 * time.Millisecond
+	maxPoll = time.Second
+)
+
+// pollInterval is the sleep after a check that took took: twice as long,
+// within minPoll..maxPoll. A cheap condition (a field, one query) is checked
+// every 50 ms; an expensive one (a whole topic read back, a new client per
+// check) then takes at most a third of a core instead of all of it, which
+// on a loaded 2-core machine is CPU the relay under test needs.
+func pollInterval(took time.Duration) time.Duration {
+	return min(max(2*took, minPoll), maxPoll)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -95,5 +96,35 @@ func TestPrebuiltBinary(t *testing.T) {
 		if _, err := prebuilt(bad); err == nil || !strings.Contains(err.Error(), BinaryEnv) {
 			t.Errorf("prebuilt(%s) = %v, want an error naming %s", bad, err, BinaryEnv)
 		}
+	}
+}
+
+func TestPollInterval(t *testing.T) {
+	for _, c := range []struct{ took, want time.Duration }{
+		{0, minPoll},
+		{10 * time.Millisecond, minPoll},
+		{100 * time.Millisecond, 200 * time.Millisecond},
+		{400 * time.Millisecond, 800 * time.Millisecond},
+		{3 * time.Second, maxPoll},
+	} {
+		if got := pollInterval(c.took); got != c.want {
+			t.Errorf("pollInterval(%s) = %s, want %s", c.took, got, c.want)
+		}
+	}
+}
+
+// TestWaitForSparesAnExpensiveCondition: a condition that takes 100 ms a
+// check is not checked back to back: over a second, at most 5 checks (one
+// every 300 ms), where a fixed 50 ms sleep made 7.
+func TestWaitForSparesAnExpensiveCondition(t *testing.T) {
+	checks := 0
+	began := time.Now()
+	WaitFor(t, 10*time.Second, "a second", func() bool {
+		checks++
+		time.Sleep(100 * time.Millisecond)
+		return time.Since(began) >= time.Second
+	})
+	if checks > 5 {
+		t.Errorf("%d checks of a 100 ms condition in a second, want at most 5", checks)
 	}
 }
