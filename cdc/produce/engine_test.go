@@ -165,7 +165,7 @@ func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string,
 		t.Fatal(err)
 	}
 	in := make(chan *Record, len(values))
-	go func() {
+	feed := func() {
 		for i, v := range values {
 			key := "k"
 			if r.keys != nil {
@@ -178,7 +178,15 @@ func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string,
 			in <- &Record{Msg: msg, Size: msg.ByteSize(2)}
 		}
 		close(in)
-	}()
+	}
+	// Without a gap every record is waiting before Run starts, so the
+	// requests the cases expect don't depend on how the feeding goroutine
+	// is scheduled against the engine.
+	if r.gap > 0 {
+		go feed()
+	} else {
+		feed()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err = eng.Run(ctx, in, true)
