@@ -12,21 +12,29 @@ import (
 	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
+// eventCycle is a stream and its producer session, their per-event work
+// without a server or a broker: events published go to feed (of room
+// window), in an open transaction of a tracker of its own.
+func eventCycle(t testing.TB, window int) (*stream, *producerSession, chan *pending) {
+	t.Helper()
+	m, err := newMetrics(prometheus.NewRegistry(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := ack.New(1<<20, 1<<40)
+	feed := make(chan *pending, window)
+	s := &stream{cfg: &Config{}, m: m, tr: tr, build: outbox.NewBuilder(""), feed: feed, commitTime: time.Now()}
+	tr.Begin()
+	return s, &producerSession{m: m, tr: tr}, feed
+}
+
 // TestPendingRecycled: in at-least-once mode an acknowledged event's
 // pending goes back to the pool, cleared, and the next events built in
 // recycled ones carry their own records; a traced event's pending (its
 // span keeps the key) and exactly-once events are never reused.
 func TestPendingRecycled(t *testing.T) {
-	m, err := newMetrics(prometheus.NewRegistry(), "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := ack.New(1000, 1<<30)
-	feed := make(chan *pending, 10)
-	s := &stream{cfg: &Config{}, m: m, tr: tr, build: outbox.NewBuilder(""), feed: feed, commitTime: time.Now()}
-	ps := &producerSession{m: m, tr: tr}
+	s, ps, feed := eventCycle(t, 10)
 	ctx := context.Background()
-	tr.Begin()
 	event := func(key, payload string) *outbox.Event {
 		return &outbox.Event{ID: uuid.New(), AggregateType: "orders", AggregateID: key, EventType: "e", Payload: []byte(payload), JSONChecked: true}
 	}
