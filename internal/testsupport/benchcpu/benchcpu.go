@@ -1,6 +1,9 @@
 // Package benchcpu reports a benchmark's CPU time per operation, the
 // process's user and system time (garbage collection included), next to the
 // wall-clock ns/op that a machine shared with other work inflates.
+//
+// Imports (test support, for _test files and tools only): no other
+// EventForge package.
 package benchcpu
 
 import (
