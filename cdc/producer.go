@@ -43,6 +43,7 @@ type pending struct {
 	txn    pglogrepl.LSN  // exactly-once: the transaction's final LSN (its BEGIN's)
 	end    pglogrepl.LSN  // exactly-once: set on a transaction-end marker (msg nil), its end LSN
 	ends   bool           // exactly-once: msg is the position record that ends a Kafka transaction
+	pooled bool           // from the stream's pendings: release returns it there
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.
@@ -231,14 +232,19 @@ func (ps *producerSession) reject(ctx context.Context, p *pending) error {
 	return nil
 }
 
-// delivered acks an event the broker acknowledged.
+// delivered acks an event the broker acknowledged; nothing uses p after
+// it (the stream may reuse it).
 func (ps *producerSession) delivered(p *pending) {
+	traced := p.rec.Trace != nil // ackObserved clears it; the span keeps the key
 	ps.tr.Ack(p.tok)
 	failpoint.Hit(failpoint.CDCAfterAckBeforeConfirm)
 	c := ps.counters(p.msg.Topic)
 	c.events.Inc()
 	c.bytes.Add(float64(p.size))
 	ps.ackObserved(p) // commit→ack, with the producer span's end
+	if !traced {
+		p.release()
+	}
 }
 
 // topicCounters are the published counters of one topic.

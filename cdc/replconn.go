@@ -1,9 +1,11 @@
 package cdc
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -29,6 +31,21 @@ type replicationConn interface {
 // errReceiveTimeout is a receive that reached its read deadline: no message
 // yet, the connection is fine.
 var errReceiveTimeout = errors.New("no message before the read deadline")
+
+// replicationReadBuffer is how much one read of the replication socket can
+// take. pgproto3 reads into an 8 KiB buffer, often less than that (what is
+// left of it): a backlog of ~300-byte rows then costs a read system call
+// every dozen or so messages. One read now takes what the socket holds, up
+// to this.
+const replicationReadBuffer = 128 << 10
+
+// bufferedFrontend is the replication connection's protocol reader
+// (pgconn.Config.BuildFrontend): pgproto3's, reading through a buffer of
+// replicationReadBuffer bytes. A read deadline's timeout reaches pgconn as
+// before (the buffer passes a read's error on once, after the bytes it got).
+func bufferedFrontend(r io.Reader, w io.Writer) *pgproto3.Frontend {
+	return pgproto3.NewFrontend(bufio.NewReaderSize(r, replicationReadBuffer), w)
+}
 
 // pgReplConn is the replicationConn of a real walsender connection.
 type pgReplConn struct{ conn *pgconn.PgConn }

@@ -84,6 +84,7 @@ func connectReplication(ctx context.Context, url string) (*pgconn.PgConn, error)
 	pc := cfg.Config.Copy()
 	pc.RuntimeParams["replication"] = "database"
 	pc.RuntimeParams["application_name"] = "eventforge-cdc"
+	pc.BuildFrontend = bufferedFrontend
 	conn, err := pgconn.ConnectConfig(ctx, pc)
 	if err != nil {
 		return nil, connectError(fmt.Errorf("open replication connection to %s: %w", ipg.Redact(url), err))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -70,8 +71,9 @@ func (s *stream) run(stop, ctx context.Context) (err error) {
 			err = ferr
 		}
 	}()
-	s.nextStatus = time.Now() // confirm the start position at once
-	s.lastRecv = time.Now()
+	now := time.Now()  // of the latest receive: one clock read per message
+	s.nextStatus = now // confirm the start position at once
+	s.lastRecv = now
 	for {
 		if stop.Err() != nil {
 			s.drain(ctx)
@@ -80,7 +82,7 @@ func (s *stream) run(stop, ctx context.Context) (err error) {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		if s.statusDue(time.Now()) {
+		if s.statusDue(now) {
 			if err := s.sendStatus(); err != nil {
 				return err
 			}
@@ -91,46 +93,48 @@ func (s *stream) run(stop, ctx context.Context) (err error) {
 			}
 			// Nothing is read while the window is full: silence counts
 			// only while the stream waits for the server.
-			s.lastRecv = time.Now()
+			now = time.Now()
+			s.lastRecv = now
 			continue
 		}
-		if err := s.receive(ctx); err != nil {
+		if now, err = s.receive(ctx, now); err != nil {
 			return err
 		}
 	}
 }
 
 // receive handles at most one message, waiting at most until the next status
-// update is due.
-func (s *stream) receive(ctx context.Context) error {
-	dl := time.Now().Add(pollInterval)
+// update is due. It returns the time the wait ended (now is when it began).
+func (s *stream) receive(ctx context.Context, now time.Time) (time.Time, error) {
+	dl := now.Add(pollInterval)
 	if s.nextStatus.Before(dl) {
 		dl = s.nextStatus
 	}
 	if dl.Sub(s.deadline).Abs() > 50*time.Millisecond {
 		if err := s.conn.SetReadDeadline(dl); err != nil {
-			return fmt.Errorf("set read deadline: %w", err)
+			return now, fmt.Errorf("set read deadline: %w", err)
 		}
 		s.deadline = dl
 	}
 	msg, err := s.conn.ReceiveMessage(context.Background())
+	now = time.Now()
 	if err != nil {
 		if errors.Is(err, errReceiveTimeout) {
 			s.deadline = time.Time{} // an expired deadline must be reset
-			return s.checkSilence(time.Now())
+			return now, s.checkSilence(now)
 		}
-		return fmt.Errorf("receive from replication slot: %w", err)
+		return now, fmt.Errorf("receive from replication slot: %w", err)
 	}
-	s.lastRecv = time.Now()
+	s.lastRecv = now
 	switch msg := msg.(type) {
 	case *pgproto3.CopyData:
-		return s.copyData(ctx, msg.Data)
+		return now, s.copyData(ctx, msg.Data)
 	case *pgproto3.ErrorResponse:
-		return fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(msg))
+		return now, fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(msg))
 	case *pgproto3.CopyDone:
-		return fmt.Errorf("server ended the replication stream")
+		return now, fmt.Errorf("server ended the replication stream")
 	}
-	return nil
+	return now, nil
 }
 
 func (s *stream) copyData(ctx context.Context, data []byte) error {
@@ -193,7 +197,8 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	if e.CommitTime.IsZero() {
 		e.CommitTime = s.commitTime
 	}
-	p := &pending{id: e.ID, lsn: lsn, commit: e.CommitTime, txn: s.final}
+	p := s.newPending()
+	p.id, p.lsn, p.commit, p.txn = e.ID, lsn, e.CommitTime, s.final
 	s.txnEvents++
 	if err := s.build.Build(&p.rec, e); err != nil {
 		if outbox.IsUnavailable(err) {
@@ -212,6 +217,35 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	}
 	failpoint.Hit(failpoint.CDCMidTransaction)
 	return nil
+}
+
+// pendings recycles the stream's per-event structs, record buffers with
+// them: an event the broker acknowledged goes back once acked
+// (pending.release), and a later event is built in it. At-least-once
+// only: the exactly-once feeder keeps its own references to events.
+var pendings = sync.Pool{New: func() any { return new(pending) }}
+
+// newPending is an empty pending for the next event: from pendings, marked to
+// go back there, in at-least-once mode; a new one otherwise.
+func (s *stream) newPending() *pending {
+	if s.cfg.ExactlyOnce {
+		return new(pending)
+	}
+	p := pendings.Get().(*pending)
+	p.pooled = true
+	return p
+}
+
+// release puts p back in pendings once the broker acknowledged it and its
+// ack is counted, if it came from there. A traced event is not reused: its
+// send span keeps the record's key until the span ends.
+func (p *pending) release() {
+	if !p.pooled || p.rec.Trace != nil {
+		return
+	}
+	p.rec.Reuse()
+	*p = pending{rec: p.rec}
+	pendings.Put(p)
 }
 
 // send hands p to the feeder.

@@ -126,7 +126,9 @@ func (s *sender[T]) produce(gens []*generation) *flight {
 	return &flight{gens: gens, resp: resp, err: err}
 }
 
-// batch encodes g as a record batch of this engine's producer.
+// batch encodes g as a record batch of this engine's producer. Its records
+// and their header pointers come from two arrays per generation, not two
+// allocations per record.
 func (e *Engine[T]) batch(g *generation) *sarama.RecordBatch {
 	first := timestamp(g.records[0].Msg)
 	rb := &sarama.RecordBatch{
@@ -142,16 +144,23 @@ func (e *Engine[T]) batch(g *generation) *sarama.RecordBatch {
 		LastOffsetDelta:  int32(len(g.records) - 1),
 		Records:          make([]*sarama.Record, len(g.records)),
 	}
+	recs := make([]sarama.Record, len(g.records))
+	headers := 0
+	for _, r := range g.records {
+		headers += len(r.Msg.Headers)
+	}
+	hs := make([]*sarama.RecordHeader, headers)
 	for i, r := range g.records {
 		ts := timestamp(r.Msg)
 		if ts.After(rb.MaxTimestamp) {
 			rb.MaxTimestamp = ts
 		}
-		rec := &sarama.Record{OffsetDelta: int64(i), TimestampDelta: ts.Sub(first)}
+		rec := &recs[i]
+		rec.OffsetDelta, rec.TimestampDelta = int64(i), ts.Sub(first)
 		rec.Key, _ = encode(r.Msg.Key)
 		rec.Value, _ = encode(r.Msg.Value)
-		if len(r.Msg.Headers) > 0 {
-			rec.Headers = make([]*sarama.RecordHeader, len(r.Msg.Headers))
+		if n := len(r.Msg.Headers); n > 0 {
+			rec.Headers, hs = hs[:n:n], hs[n:]
 			for j := range r.Msg.Headers {
 				rec.Headers[j] = &r.Msg.Headers[j]
 			}

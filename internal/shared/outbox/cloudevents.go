@@ -89,7 +89,7 @@ func (r *Record) buildDebezium(e *Event, topic string, context []sarama.RecordHe
 
 // buildWith lays out key and value and sets the given headers.
 func (r *Record) buildWith(e *Event, topic string, hs []sarama.RecordHeader, conv converters) error {
-	buf := make([]byte, 0, len(e.AggregateID)+len(e.Payload))
+	buf := r.buffer(len(e.AggregateID) + len(e.Payload))
 	buf, err := r.setKey(buf, e, conv.key)
 	if err != nil {
 		return err

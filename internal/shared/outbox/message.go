@@ -45,10 +45,13 @@ func Message(e *Event, topicPrefix string) (*sarama.ProducerMessage, error) {
 
 // Record is the Kafka record of one event together with the storage its key,
 // value and headers point into, so that building one costs two allocations:
-// the Record (often inside a larger struct) and one byte buffer.
+// the Record (often inside a larger struct) and one byte buffer. A Record
+// built again after Reuse writes into the buffer of its last build when it
+// is large enough, and then costs none.
 type Record struct {
 	Msg        sarama.ProducerMessage
 	key, value sarama.ByteEncoder
+	buf        []byte // what key, value and headers point into
 	// headers holds the contract's three and room for one more (a
 	// headers column's entry, or the traceparent the relay's tracing sets)
 	// before the slice needs an allocation of its own.
@@ -169,7 +172,7 @@ func (r *Record) build(e *Event, topic string, conv converters) error {
 			extra += len(k) + len(v)
 		}
 	}
-	buf := make([]byte, 0, len(e.AggregateID)+uuidLen+len(e.EventType)+len(e.AggregateType)+extra+len(e.Payload))
+	buf := r.buffer(len(e.AggregateID) + uuidLen + len(e.EventType) + len(e.AggregateType) + extra + len(e.Payload))
 	buf, err := r.setKey(buf, e, conv.key)
 	if err != nil {
 		return err
@@ -199,6 +202,31 @@ func (r *Record) build(e *Event, topic string, conv converters) error {
 	}
 	r.setMsg(e, topic, hs, present)
 	return nil
+}
+
+// maxReusedBuffer is the largest buffer Reuse keeps: a Record kept for
+// reuse holds no more than this of a large event's bytes.
+const maxReusedBuffer = 4 << 10
+
+// buffer is an empty buffer of capacity n at least for a build: the last
+// build's, when Reuse kept it and it is large enough.
+func (r *Record) buffer(n int) []byte {
+	if cap(r.buf) >= n {
+		return r.buf[:0]
+	}
+	r.buf = make([]byte, 0, n)
+	return r.buf
+}
+
+// Reuse empties r for another build, keeping its buffer (up to
+// maxReusedBuffer) for that build to write into. Nothing may use r's
+// earlier record afterwards: its key, value and headers are overwritten.
+func (r *Record) Reuse() {
+	buf := r.buf
+	if cap(buf) > maxReusedBuffer {
+		buf = nil
+	}
+	*r = Record{buf: buf}
 }
 
 // setKey appends the key to buf with the key converter and keeps it as the

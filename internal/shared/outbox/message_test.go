@@ -274,3 +274,66 @@ func TestAppendUUIDIsUUIDString(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordReuse: a Record built again after Reuse gives the same record
+// as a fresh one, for events in turn that each need more or less room,
+// without allocating once its buffer fits; a buffer above maxReusedBuffer
+// is let go.
+func TestRecordReuse(t *testing.T) {
+	id := uuid.MustParse("0c5b6f43-6a8a-4a33-9f5e-0d5f8a6c7e21")
+	events := []Event{
+		{ID: id, AggregateType: "orders", AggregateID: "o-1", EventType: "order.created", Payload: []byte(`{"a": [1, 2], "s": "x y"}`)},
+		{ID: id, AggregateType: "orders", AggregateID: "o-22222", EventType: "e", Payload: []byte(`{"long": "` + strings.Repeat("v", 300) + `"}`)},
+		{ID: id, AggregateType: "t", AggregateID: "k", EventType: "e", Payload: []byte(`1`), Headers: map[string]string{"z": "1"}},
+	}
+	bld := NewBuilder("p.")
+	var r Record
+	for round := range 2 {
+		for i := range events {
+			r.Reuse()
+			if err := bld.Build(&r, &events[i]); err != nil {
+				t.Fatal(err)
+			}
+			var fresh Record
+			if err := bld.Build(&fresh, &events[i]); err != nil {
+				t.Fatal(err)
+			}
+			if g, w := recordText(&r.Msg), recordText(&fresh.Msg); g != w {
+				t.Errorf("round %d, event %d: reused %s, fresh %s", round, i, g, w)
+			}
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reuse()
+		if err := bld.Build(&r, &events[0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("building into a reused record: %v allocations, want 0", allocs)
+	}
+	big := Event{ID: id, AggregateType: "orders", AggregateID: "o-4", EventType: "e", Payload: []byte(`"` + strings.Repeat("b", 2*maxReusedBuffer) + `"`)}
+	if err := bld.Build(&r, &big); err != nil {
+		t.Fatal(err)
+	}
+	r.Reuse()
+	if r.buf != nil {
+		t.Errorf("Reuse kept a buffer of %d bytes, the most is %d", cap(r.buf), maxReusedBuffer)
+	}
+}
+
+// recordText is msg's topic, key, value and headers as text.
+func recordText(msg *sarama.ProducerMessage) string {
+	text := func(enc sarama.Encoder) string {
+		if enc == nil {
+			return "<nil>"
+		}
+		b, _ := enc.Encode()
+		return string(b)
+	}
+	s := msg.Topic + " " + text(msg.Key) + " " + text(msg.Value)
+	for _, h := range msg.Headers {
+		s += " " + string(h.Key) + "=" + string(h.Value)
+	}
+	return s
+}
