@@ -23,7 +23,7 @@ func eventCycle(t testing.TB, window int) (*stream, *producerSession, chan *pend
 	}
 	tr := ack.New(1<<20, 1<<40)
 	feed := make(chan *pending, window)
-	s := &stream{cfg: &Config{}, m: m, tr: tr, build: outbox.NewBuilder(""), feed: feed, commitTime: time.Now()}
+	s := &stream{cfg: &Config{}, m: m, tr: tr, build: outbox.NewBuilder(""), feed: feed, commitTime: time.Now(), pendings: newPendingPool()}
 	tr.Begin()
 	return s, &producerSession{m: m, tr: tr}, feed
 }
@@ -50,7 +50,7 @@ func TestPendingRecycled(t *testing.T) {
 	} {
 		e := event(tc.key, tc.payload)
 		p := publish(e)
-		if !p.pooled {
+		if p.pool == nil {
 			t.Fatalf("event %d: not from the pool", i)
 		}
 		if k, _ := p.msg.Key.Encode(); string(k) != tc.key || p.id != e.ID {
@@ -72,7 +72,7 @@ func TestPendingRecycled(t *testing.T) {
 		t.Error("a traced event's pending was recycled")
 	}
 	s.cfg.ExactlyOnce = true
-	if p := publish(event("x", `1`)); p.pooled {
+	if p := publish(event("x", `1`)); p.pool != nil {
 		t.Error("an exactly-once event's pending is from the pool")
 	}
 }

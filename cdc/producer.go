@@ -43,7 +43,7 @@ type pending struct {
 	txn    pglogrepl.LSN  // exactly-once: the transaction's final LSN (its BEGIN's)
 	end    pglogrepl.LSN  // exactly-once: set on a transaction-end marker (msg nil), its end LSN
 	ends   bool           // exactly-once: msg is the position record that ends a Kafka transaction
-	pooled bool           // from the stream's pendings: release returns it there
+	pool   *sync.Pool     // the stream's pool it came from, if any: release returns it there
 }
 
 // ackTracker is what the producer pipeline needs of the tracker.

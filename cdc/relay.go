@@ -374,6 +374,7 @@ func (r *Relay) stream(ctx context.Context, repl *pgconn.PgConn, db *pgx.Conn, p
 	st := &stream{
 		cfg: &r.cfg, log: r.log, m: r.m, conn: pgReplConn{repl}, dec: dec, build: r.builder(fail),
 		tr: tr, feed: feed, interval: interval, silence: silence, start: start, sent: start, confirm: r.onConfirm,
+		pendings: newPendingPool(),
 	}
 	// The feeder stops when the stream is done, even while it waits on
 	// Kafka for a topic.

@@ -45,6 +45,7 @@ type stream struct {
 	build    *outbox.Builder
 	tr       *ack.Tracker
 	feed     chan<- *pending
+	pendings *sync.Pool // recycled per-event structs (newPendingPool); nil: none
 	interval time.Duration
 	silence  time.Duration       // receiveBound: longer without a message means a dead connection
 	confirm  func(pglogrepl.LSN) // told every position sent
@@ -219,33 +220,37 @@ func (s *stream) publish(ctx context.Context, e *outbox.Event, lsn pglogrepl.LSN
 	return nil
 }
 
-// pendings recycles the stream's per-event structs, record buffers with
+// newPendingPool recycles a stream's per-event structs, record buffers with
 // them: an event the broker acknowledged goes back once acked
 // (pending.release), and a later event is built in it. At-least-once
 // only: the exactly-once feeder keeps its own references to events.
-var pendings = sync.Pool{New: func() any { return new(pending) }}
+func newPendingPool() *sync.Pool {
+	return &sync.Pool{New: func() any { return new(pending) }}
+}
 
-// newPending is an empty pending for the next event: from pendings, marked to
-// go back there, in at-least-once mode; a new one otherwise.
+// newPending is an empty pending for the next event: from the stream's
+// pool, marked to go back there, in at-least-once mode; a new one otherwise
+// (or when the stream has no pool).
 func (s *stream) newPending() *pending {
-	if s.cfg.ExactlyOnce {
+	if s.cfg.ExactlyOnce || s.pendings == nil {
 		return new(pending)
 	}
-	p := pendings.Get().(*pending)
-	p.pooled = true
+	p := s.pendings.Get().(*pending)
+	p.pool = s.pendings
 	return p
 }
 
-// release puts p back in pendings once the broker acknowledged it and its
-// ack is counted, if it came from there. A traced event is not reused: its
+// release puts p back in its pool once the broker acknowledged it and its
+// ack is counted, if it came from one. A traced event is not reused: its
 // send span keeps the record's key until the span ends.
 func (p *pending) release() {
-	if !p.pooled || p.rec.Trace != nil {
+	pool := p.pool
+	if pool == nil || p.rec.Trace != nil {
 		return
 	}
 	p.rec.Reuse()
 	*p = pending{rec: p.rec}
-	pendings.Put(p)
+	pool.Put(p)
 }
 
 // send hands p to the feeder.
