@@ -95,6 +95,7 @@ type Cluster interface {
 	Leader(topic string, partition int32) (*sarama.Broker, error)
 	Brokers() []*sarama.Broker
 	Broker(brokerID int32) (*sarama.Broker, error)
+	Config() *sarama.Config
 	InitProducerID() (*sarama.InitProducerIDResponse, error)
 	TransactionCoordinator(transactionalID string) (*sarama.Broker, error)
 	RefreshTransactionCoordinator(transactionalID string) error
@@ -169,7 +170,7 @@ func New[T any](ctx context.Context, cfg Config, cluster Cluster, hooks Hooks, r
 		pid: pid, epoch: epoch,
 		parts: map[partKey]*partition{}, counts: map[string]int{}, senders: map[*sarama.Broker]*sender[T]{},
 		results: make(chan *flight, 64), retry: make(chan *partition), stopped: make(chan struct{}),
-		leaders: &leaderLookup{cluster: cluster, version: cfg.Version, answers: map[string]topicLeaders{}},
+		leaders: &leaderLookup{cluster: cluster, version: cfg.Version, answers: map[string]topicLeaders{}, failed: map[int32]time.Time{}},
 	}
 	if cfg.TransactionalID != "" {
 		e.txn = &txn{id: cfg.TransactionalID, added: map[partKey]bool{}, ends: map[partKey]bool{}}

@@ -31,23 +31,31 @@ const (
 // noBroker is a broker id that names none.
 const noBroker int32 = -1
 
-// leaderLookup finds a partition's leader on the engine's own metadata
-// requests, sent to brokers other than the one that just failed. The
-// client's own refresh goes to the broker with the fewest requests in
-// flight, which may be the frozen one, and first waits for each broker's
-// connection to be free: one waiting on a frozen broker holds it for a
-// request timeout, its handshake twice that. Its latest answer about a
-// topic decides where every partition of the topic is sent, until the next
-// one (the client's cache is not refreshed: its refresh may wait on the
-// frozen broker while holding the client's lock).
+// leaderLookup finds a partition's leader on metadata requests of its
+// own, sent to brokers other than the one that just failed, each on a
+// connection opened for it (never behind the produce requests of the
+// client's connection, which wait for the in-sync replicas). The client's
+// own refresh goes to the broker with the fewest requests in flight, which
+// may be the frozen one, and first waits for each broker's connection to be
+// free: one busy with a frozen broker holds it for a request timeout, a new
+// connection's handshake for twice that. Its latest answer about a topic
+// decides where every partition of the topic is sent, until the next one
+// (the client's cache is not refreshed: its refresh may wait on the frozen
+// broker while holding the client's lock).
 type leaderLookup struct {
 	cluster Cluster
 	version sarama.KafkaVersion
 
-	asking  sync.Mutex // one ask at a time
+	asking sync.Mutex          // one ask at a time; guards failed
+	failed map[int32]time.Time // when a broker last left a lookup unanswered
+
 	mu      sync.Mutex // guards answers
 	answers map[string]topicLeaders
 }
+
+// failedRecently is how long a broker that left a lookup unanswered is
+// asked after the others.
+const failedRecently = time.Minute
 
 // topicLeaders is one metadata answer about a topic: each partition's
 // leader, when it has one.
@@ -98,34 +106,55 @@ func (l *leaderLookup) latest(key partKey, maxAge time.Duration) (int32, bool) {
 	return id, time.Since(a.at) <= maxAge
 }
 
-// ask asks the brokers but avoid, one after the other in id order, for
-// topic's leaders; the first answer counts.
+// ask asks the brokers but avoid, one after the other, for topic's
+// leaders; the first answer counts. Brokers that failed a lookup recently
+// are asked last, each broker in id order.
 func (l *leaderLookup) ask(topic string, avoid int32) (map[int32]int32, error) {
-	var ids []int32
+	var brokers []*sarama.Broker
 	for _, b := range l.cluster.Brokers() {
 		if b.ID() != avoid {
-			ids = append(ids, b.ID())
+			brokers = append(brokers, b)
 		}
 	}
-	slices.Sort(ids)
+	late := func(b *sarama.Broker) bool { return time.Since(l.failed[b.ID()]) < failedRecently }
+	slices.SortFunc(brokers, func(a, b *sarama.Broker) int {
+		if la, lb := late(a), late(b); la != lb {
+			if la {
+				return 1
+			}
+			return -1
+		}
+		return int(a.ID()) - int(b.ID())
+	})
 	errs := []error{errNoLeaderNamed}
-	for _, id := range ids {
-		b, err := l.cluster.Broker(id) // opened when it was not
+	for _, b := range brokers {
+		leaders, err := l.askOne(b.ID(), b.Addr(), topic)
 		if err != nil {
-			errs = append(errs, err)
+			l.failed[b.ID()] = time.Now()
+			errs = append(errs, fmt.Errorf("broker %d: %w", b.ID(), err))
 			continue
 		}
-		resp, err := b.GetMetadata(sarama.NewMetadataRequest(l.version, []string{topic}))
-		if err != nil {
-			_ = b.Close() // as a sender does: a timed-out connection stays failed
-			errs = append(errs, fmt.Errorf("broker %d: %w", id, err))
-			continue
-		}
-		if leaders := leadersOf(resp, topic); len(leaders) > 0 {
+		delete(l.failed, b.ID())
+		if len(leaders) > 0 {
 			return leaders, nil
 		}
 	}
 	return nil, errors.Join(errs...)
+}
+
+// askOne asks the broker at addr for topic's leaders on a connection of
+// its own, closed before it returns.
+func (l *leaderLookup) askOne(id int32, addr, topic string) (map[int32]int32, error) {
+	b := sarama.NewBroker(addr)
+	if err := b.Open(l.cluster.Config()); err != nil {
+		return nil, err
+	}
+	defer func() { _ = b.Close() }()
+	resp, err := b.GetMetadata(sarama.NewMetadataRequest(l.version, []string{topic}))
+	if err != nil {
+		return nil, err
+	}
+	return leadersOf(resp, topic), nil
 }
 
 // leadersOf is the leader of each of topic's partitions that has one in
@@ -161,6 +190,10 @@ func (e *Engine[T]) retryAfter(p *partition, wait time.Duration, failed int32, s
 			return
 		}
 		id, err := e.leaders.leader(key, failed)
+		if err == nil && id != failed && failed != noBroker {
+			e.log.Info("another broker leads the partition now; sending its records there", "topic", key.topic,
+				"partition", key.partition, "from", failed, "to", id, "after", time.Since(since).Round(time.Millisecond))
+		}
 		if !silent || (err == nil && id != failed) || time.Since(since) >= e.cfg.LeaderWait {
 			break
 		}
