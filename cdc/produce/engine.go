@@ -114,7 +114,7 @@ type Engine[T any] struct {
 	pid     int64
 	epoch   int16
 	txn     *txn // transactional mode only
-	leaders *leaderLookup
+	leaders *kafka.LeaderLookup
 
 	parts   map[partKey]*partition
 	counts  map[string]int // partition count per topic
@@ -170,7 +170,7 @@ func New[T any](ctx context.Context, cfg Config, cluster Cluster, hooks Hooks, r
 		pid: pid, epoch: epoch,
 		parts: map[partKey]*partition{}, counts: map[string]int{}, senders: map[*sarama.Broker]*sender[T]{},
 		results: make(chan *flight, 64), retry: make(chan *partition), stopped: make(chan struct{}),
-		leaders: &leaderLookup{cluster: cluster, version: cfg.Version, answers: map[string]topicLeaders{}, failed: map[int32]time.Time{}},
+		leaders: kafka.NewLeaderLookup(cluster),
 	}
 	if cfg.TransactionalID != "" {
 		e.txn = &txn{id: cfg.TransactionalID, added: map[partKey]bool{}, ends: map[partKey]bool{}}
@@ -449,7 +449,7 @@ func (e *Engine[T]) cut(p *partition) *generation {
 
 // send hands g to the sender of its partition's leader.
 func (e *Engine[T]) send(g *generation) {
-	g.to = noBroker
+	g.to = kafka.NoBroker
 	broker, err := e.leaderOf(g.part)
 	if err != nil {
 		// Settled by Run like any failed request; never sent from here,
