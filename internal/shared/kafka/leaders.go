@@ -49,8 +49,9 @@ type LeaderLookup struct {
 	asking sync.Mutex          // one ask at a time; guards failed
 	failed map[int32]time.Time // when a broker last left a lookup unanswered
 
-	mu      sync.Mutex // guards answers
+	mu      sync.Mutex // guards answers and alive
 	answers map[string]topicAnswer
+	alive   map[int32]*liveness
 }
 
 // topicAnswer is one metadata answer about a topic.
@@ -184,4 +185,58 @@ func (l *LeaderLookup) askOne(addr, topic string) (topicAnswer, error) {
 		}
 	}
 	return a, nil
+}
+
+// answerTimeout bounds Answers' wait for a broker, its connection
+// included; answerAge is how long its result serves.
+const (
+	answerTimeout = time.Second
+	answerAge     = time.Second
+)
+
+// Answers reports whether b answers a request on a connection of its own
+// within a second (at most the client's request timeout): a frozen broker,
+// which the metadata still names leader until Kafka fences it, does not.
+// The result serves for a second; concurrent calls about one broker share
+// one request.
+func (l *LeaderLookup) Answers(b *sarama.Broker) bool {
+	l.mu.Lock()
+	if l.alive == nil {
+		l.alive = map[int32]*liveness{}
+	}
+	lv := l.alive[b.ID()]
+	if lv == nil {
+		lv = &liveness{}
+		l.alive[b.ID()] = lv
+	}
+	l.mu.Unlock()
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if time.Since(lv.at) > answerAge {
+		lv.ok, lv.at = l.ping(b.Addr()) == nil, time.Now()
+	}
+	return lv.ok
+}
+
+// liveness is the latest result of Answers about one broker.
+type liveness struct {
+	mu sync.Mutex
+	at time.Time
+	ok bool
+}
+
+// ping sends an ApiVersions request (no handshake before it) to addr on a
+// connection of its own with answerTimeout's deadlines.
+func (l *LeaderLookup) ping(addr string) error {
+	conf := *l.cluster.Config()
+	limit := min(answerTimeout, conf.Net.ReadTimeout)
+	conf.Net.DialTimeout, conf.Net.ReadTimeout, conf.Net.WriteTimeout = limit, limit, limit
+	conf.ApiVersionsRequest = false
+	b := sarama.NewBroker(addr)
+	if err := b.Open(&conf); err != nil {
+		return err
+	}
+	defer func() { _ = b.Close() }()
+	_, err := b.ApiVersions(&sarama.ApiVersionsRequest{})
+	return err
 }
