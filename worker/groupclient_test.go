@@ -48,7 +48,7 @@ func TestGroupClientSkipsASilentLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	if b, _, err := c.LeaderAndEpoch("t", 0); !errors.Is(err, sarama.ErrLeaderNotAvailable) {
-		t.Fatalf("LeaderAndEpoch with a silent leader = broker %d, %v; want ErrLeaderNotAvailable", b.ID(), err)
+		t.Fatalf("LeaderAndEpoch with a silent leader = broker %d, %v; want ErrLeaderNotAvailable", idOf(b), err)
 	}
 	lead(3)
 	time.Sleep(250 * time.Millisecond) // the lookup's answer is stale
@@ -61,7 +61,7 @@ func TestGroupClientSkipsASilentLeader(t *testing.T) {
 	}
 	b, _, err := c.LeaderAndEpoch("t", 0)
 	if err != nil || b.ID() != 3 {
-		t.Fatalf("LeaderAndEpoch after the move = broker %d, %v; want broker 3", b.ID(), err)
+		t.Fatalf("LeaderAndEpoch after the move = broker %d, %v; want broker 3", idOf(b), err)
 	}
 }
 
@@ -74,4 +74,12 @@ func requests(b *sarama.MockBroker) int {
 		}
 	}
 	return n
+}
+
+// idOf is b's id, -1 for none.
+func idOf(b *sarama.Broker) int32 {
+	if b == nil {
+		return -1
+	}
+	return b.ID()
 }
