@@ -160,9 +160,11 @@ func (l *LeaderLookup) ask(topic string, avoid int32) (topicAnswer, error) {
 }
 
 // askOne asks the broker at addr for topic's leaders on a connection of
-// its own, closed before it returns.
+// its own, closed before it returns, with answerTimeout's deadlines: a
+// frozen broker costs three of them (the version handshake, tried twice,
+// then the request), not three request timeouts.
 func (l *LeaderLookup) askOne(addr, topic string) (topicAnswer, error) {
-	conf := l.cluster.Config()
+	conf := l.shortConfig(true)
 	b := sarama.NewBroker(addr)
 	if err := b.Open(conf); err != nil {
 		return topicAnswer{}, err
@@ -187,8 +189,10 @@ func (l *LeaderLookup) askOne(addr, topic string) (topicAnswer, error) {
 	return a, nil
 }
 
-// answerTimeout bounds Answers' wait for a broker, its connection
-// included; answerAge is how long its result serves.
+// answerTimeout bounds each wait of a lookup or of Answers on a broker
+// (at most the client's request timeout): a live broker answers a
+// metadata or version request in milliseconds. answerAge is how long a
+// result of Answers serves.
 const (
 	answerTimeout = time.Second
 	answerAge     = time.Second
@@ -228,15 +232,21 @@ type liveness struct {
 // ping sends an ApiVersions request (no handshake before it) to addr on a
 // connection of its own with answerTimeout's deadlines.
 func (l *LeaderLookup) ping(addr string) error {
-	conf := *l.cluster.Config()
-	limit := min(answerTimeout, conf.Net.ReadTimeout)
-	conf.Net.DialTimeout, conf.Net.ReadTimeout, conf.Net.WriteTimeout = limit, limit, limit
-	conf.ApiVersionsRequest = false
 	b := sarama.NewBroker(addr)
-	if err := b.Open(&conf); err != nil {
+	if err := b.Open(l.shortConfig(false)); err != nil {
 		return err
 	}
 	defer func() { _ = b.Close() }()
 	_, err := b.ApiVersions(&sarama.ApiVersionsRequest{})
 	return err
+}
+
+// shortConfig is the client's configuration with answerTimeout's
+// deadlines, and the version handshake on a new connection or not.
+func (l *LeaderLookup) shortConfig(handshake bool) *sarama.Config {
+	conf := *l.cluster.Config()
+	limit := min(answerTimeout, conf.Net.ReadTimeout)
+	conf.Net.DialTimeout, conf.Net.ReadTimeout, conf.Net.WriteTimeout = limit, limit, limit
+	conf.ApiVersionsRequest = conf.ApiVersionsRequest && handshake
+	return &conf
 }
