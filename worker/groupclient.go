@@ -103,6 +103,45 @@ func (c *groupClient) LeaderAndEpoch(topic string, partition int32) (*sarama.Bro
 	return b, epoch, nil
 }
 
+// GetOffset is the partition's offset at timestamp (sarama.OffsetNewest,
+// sarama.OffsetOldest), asked of the leader LeaderAndEpoch hands out, then,
+// after a lookup, once more: the fetch client's own would ask the leader
+// of its cached metadata, which may be a frozen broker.
+func (c *groupClient) GetOffset(topic string, partition int32, timestamp int64) (int64, error) {
+	offset, err := c.offset(topic, partition, timestamp)
+	if err != nil {
+		if rerr := c.RefreshMetadata(topic); rerr != nil {
+			return -1, errors.Join(err, rerr)
+		}
+		offset, err = c.offset(topic, partition, timestamp)
+	}
+	return offset, err
+}
+
+func (c *groupClient) offset(topic string, partition int32, timestamp int64) (int64, error) {
+	b, err := c.Leader(topic, partition)
+	if err != nil {
+		return -1, err
+	}
+	req := sarama.NewOffsetRequest(c.Config().Version)
+	req.AddBlock(topic, partition, timestamp, 1)
+	resp, err := b.GetAvailableOffsets(req)
+	if err != nil {
+		_ = b.Close()
+		return -1, err
+	}
+	block := resp.GetBlock(topic, partition)
+	switch {
+	case block == nil:
+		return -1, sarama.ErrIncompleteResponse
+	case !errors.Is(block.Err, sarama.ErrNoError):
+		return -1, block.Err
+	case len(block.Offsets) != 1:
+		return -1, sarama.ErrOffsetOutOfRange
+	}
+	return block.Offsets[0], nil
+}
+
 // namedLeader is the partition's leader as the latest lookup named it,
 // else as the fetch client has it.
 func (c *groupClient) namedLeader(topic string, partition int32) (*sarama.Broker, int32, error) {

@@ -11,7 +11,8 @@ import (
 // TestGroupClientSkipsASilentLeader: the consumer group's fetch client
 // hands out a partition's leader only while it answers, and the leader a
 // broker names once the old one froze, without a refresh of its own
-// metadata (which may wait on the frozen broker).
+// metadata (which may wait on the frozen broker); a partition's offsets
+// are asked of that leader too.
 func TestGroupClientSkipsASilentLeader(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	mocks := map[int32]*sarama.MockBroker{}
@@ -29,6 +30,7 @@ func TestGroupClientSkipsASilentLeader(t *testing.T) {
 		for _, m := range []*sarama.MockBroker{mocks[2], mocks[3]} {
 			m.SetHandlerByMap(map[string]sarama.MockResponse{
 				"MetadataRequest": md, "ApiVersionsRequest": sarama.NewMockApiVersionsResponse(t),
+				"OffsetRequest": sarama.NewMockOffsetResponse(t).SetOffset("t", 0, sarama.OffsetNewest, 42),
 			})
 		}
 	}
@@ -63,13 +65,22 @@ func TestGroupClientSkipsASilentLeader(t *testing.T) {
 	if err != nil || b.ID() != 3 {
 		t.Fatalf("LeaderAndEpoch after the move = broker %d, %v; want broker 3", idOf(b), err)
 	}
+	if off, err := c.GetOffset("t", 0, sarama.OffsetNewest); err != nil || off != 42 {
+		t.Errorf("GetOffset = %d, %v; want 42", off, err)
+	}
+	if n := requestsOf[*sarama.OffsetRequest](mocks[1]); n != 0 {
+		t.Errorf("the frozen broker was asked for offsets %d times", n)
+	}
 }
 
 // requests counts the metadata requests b received.
-func requests(b *sarama.MockBroker) int {
+func requests(b *sarama.MockBroker) int { return requestsOf[*sarama.MetadataRequest](b) }
+
+// requestsOf counts the requests of type T b received, answered or not.
+func requestsOf[T any](b *sarama.MockBroker) int {
 	n := 0
 	for _, rr := range b.History() {
-		if _, ok := rr.Request.(*sarama.MetadataRequest); ok {
+		if _, ok := rr.Request.(T); ok {
 			n++
 		}
 	}
