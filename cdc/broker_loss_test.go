@@ -68,6 +68,7 @@ func lostLeader(t *testing.T, env *testenv.Env, kc *testenv.KafkaCluster, lose, 
 	waitDistinct(t, col, w.committed, 60*time.Second)
 
 	leader := kc.BusiestLeader(t, topic)
+	elected := kc.Elections(t, topic, leader)
 	lose(t, leader)
 	lost := time.Now()
 	after := map[uuid.UUID]bool{} // committed after the loss
@@ -92,7 +93,11 @@ func lostLeader(t *testing.T, env *testenv.Env, kc *testenv.KafkaCluster, lose, 
 			resumed[m.Partition] = m.Timestamp.Sub(lost)
 		}
 	}
-	t.Logf("lost broker %d; first event committed after the loss, by partition: %v", leader, resumed)
+	moved := map[int32]time.Duration{}
+	for p, at := range elected() {
+		moved[p] = at.Sub(lost)
+	}
+	t.Logf("lost broker %d; by partition, new leader named after the loss: %v; first event committed after it taken: %v", leader, moved, resumed)
 	for p := range int32(6) {
 		if d, ok := resumed[p]; !ok || d > frozenBrokerBound {
 			t.Errorf("partition %d took events again %v after the loss (taken: %v), want within %s", p, d, ok, frozenBrokerBound)

@@ -64,6 +64,7 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 	p := newPacedProducer(t, f)
 	waitFor(t, 60*time.Second, "events applied on every partition", func() bool { return p.appliedOnAll(&mu, applied, time.Time{}) })
 	leader := frozenCandidate(t, kc, f.group, f.topic)
+	elected := kc.Elections(t, f.topic, leader)
 	kc.Freeze(t, leader)
 	frozen := time.Now()
 	for end := frozen.Add(frozenLeaderBound + 2*time.Second); time.Now().Before(end) && !p.appliedOnAll(&mu, applied, frozen); {
@@ -101,7 +102,12 @@ func TestFrozenLeaderWorkerResumes(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	t.Logf("froze broker %d; by partition, first event acknowledged after the freeze: %v; applied: %v", leader, produced, resumed)
+	moved := map[int32]time.Duration{}
+	for p, at := range elected() {
+		moved[p] = at.Sub(frozen)
+	}
+	t.Logf("froze broker %d; by partition, new leader named after the freeze: %v; first event acknowledged after it: %v; applied: %v",
+		leader, moved, produced, resumed)
 	for part := range int32(6) {
 		if d, ok := resumed[part]; !ok || d > frozenLeaderBound {
 			t.Errorf("partition %d: events applied again %v after the freeze (any: %v), want within %s", part, d, ok, frozenLeaderBound)

@@ -18,7 +18,7 @@ const DefaultLeaderWait = 15 * time.Second
 
 // leaderPollMost caps the wait between two lookups of a silent leader's
 // partition.
-const leaderPollMost = 500 * time.Millisecond
+const leaderPollMost = 250 * time.Millisecond
 
 // retryAfter hands p back to Run after wait, once a broker other than
 // failed (the one its generation went to) has named the partition's
