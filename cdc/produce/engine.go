@@ -123,7 +123,7 @@ type Engine[T any] struct {
 	lingerC <-chan time.Time
 	senders map[*sarama.Broker]*sender[T]
 	results chan *flight
-	retry   chan *partition
+	retry   chan retried
 	stopped chan struct{}
 	wg      sync.WaitGroup
 	open    int // admitted and not yet settled
@@ -169,7 +169,7 @@ func New[T any](ctx context.Context, cfg Config, cluster Cluster, hooks Hooks, r
 		rec: rec, cfg: cfg, cluster: cluster, hooks: hooks, log: log, version: cfg.requestVersion(),
 		pid: pid, epoch: epoch,
 		parts: map[partKey]*partition{}, counts: map[string]int{}, senders: map[*sarama.Broker]*sender[T]{},
-		results: make(chan *flight, 64), retry: make(chan *partition), stopped: make(chan struct{}),
+		results: make(chan *flight, 64), retry: make(chan retried), stopped: make(chan struct{}),
 		leaders: kafka.NewLeaderLookup(cluster),
 	}
 	if cfg.TransactionalID != "" {
@@ -239,8 +239,11 @@ func (e *Engine[T]) next(ctx context.Context, in <-chan T) (<-chan T, error) {
 		return in, e.admit(ctx, r)
 	case f := <-e.results:
 		return in, e.settle(ctx, f)
-	case p := <-e.retry:
-		e.send(p.gen)
+	case r := <-e.retry:
+		if r.moved {
+			r.p.attempts = 0 // a new leader: its refusals count from the start
+		}
+		e.send(r.p.gen)
 	case <-e.lingerC:
 		e.lingerC = nil
 	case <-ctx.Done():

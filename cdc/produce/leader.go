@@ -20,6 +20,13 @@ const DefaultLeaderWait = 15 * time.Second
 // partition.
 const leaderPollMost = 250 * time.Millisecond
 
+// retried is a partition handed back to Run by retryAfter; moved when a
+// broker named a leader other than the one that failed.
+type retried struct {
+	p     *partition
+	moved bool
+}
+
 // retryAfter hands p back to Run after wait, once a broker other than
 // failed (the one its generation went to) has named the partition's
 // leader (kafka.LeaderLookup: its own metadata requests, never the
@@ -33,13 +40,13 @@ const leaderPollMost = 250 * time.Millisecond
 // It ends when Run does; Wait waits for it.
 func (e *Engine[T]) retryAfter(p *partition, wait time.Duration, failed int32, silent bool) {
 	defer e.wg.Done()
-	key, since := p.partKey, time.Now()
+	key, since, moved := p.partKey, time.Now(), false
 	for n := 0; ; n++ {
 		if !e.sleep(wait) {
 			return
 		}
 		id, err := e.leaders.Leader(key.topic, key.partition, failed)
-		if err == nil && id != failed && failed != kafka.NoBroker {
+		if moved = err == nil && id != failed && failed != kafka.NoBroker; moved {
 			e.log.Info("another broker leads the partition now; sending its records there", "topic", key.topic,
 				"partition", key.partition, "from", failed, "to", id, "after", time.Since(since).Round(time.Millisecond))
 		}
@@ -49,7 +56,7 @@ func (e *Engine[T]) retryAfter(p *partition, wait time.Duration, failed int32, s
 		wait = backoff.Exponential(e.cfg.RetryFirst, min(e.cfg.RetryMost, leaderPollMost), n)
 	}
 	select {
-	case e.retry <- p:
+	case e.retry <- retried{p: p, moved: moved}:
 	case <-e.stopped:
 	}
 }
