@@ -57,6 +57,11 @@ type Config struct {
 	// again: it doubles from RetryFirst up to RetryMost; defaults 200 ms
 	// and 5 s.
 	RetryFirst, RetryMost time.Duration
+	// LeaderWait is how long, after a partition's leader left a request
+	// unanswered (frozen or gone), the engine asks the other brokers for a
+	// new leader before it sends to the silent one again; default
+	// DefaultLeaderWait (15 s).
+	LeaderWait time.Duration
 	// Codec and CompressionLevel compress each batch; default none.
 	Codec            sarama.CompressionCodec
 	CompressionLevel int
@@ -114,6 +119,7 @@ func (c Config) WithDefaults() Config {
 	orDefault(&c.MaxAttempts, DefaultMaxAttempts)
 	orDefault(&c.RetryFirst, DefaultRetryFirst)
 	orDefault(&c.RetryMost, DefaultRetryMost)
+	orDefault(&c.LeaderWait, DefaultLeaderWait)
 	orDefault(&c.Timeout, DefaultTimeout)
 	orDefault(&c.Version, sarama.V2_8_0_0)
 	orDefault(&c.TransactionTimeout, DefaultTransactionTimeout)
@@ -155,6 +161,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetryFirst <= 0 || c.RetryMost < c.RetryFirst {
 		add("RetryFirst", "%v..%v: must be positive and at most RetryMost", c.RetryFirst, c.RetryMost)
+	}
+	if c.LeaderWait < 0 {
+		add("LeaderWait", "%v: must not be negative", c.LeaderWait)
 	}
 	if c.Timeout <= 0 {
 		add("Timeout", "%v: must be positive", c.Timeout)

@@ -93,7 +93,9 @@ type Hooks struct {
 type Cluster interface {
 	Partitions(topic string) ([]int32, error)
 	Leader(topic string, partition int32) (*sarama.Broker, error)
-	RefreshMetadata(topics ...string) error
+	Brokers() []*sarama.Broker
+	Broker(brokerID int32) (*sarama.Broker, error)
+	Config() *sarama.Config
 	InitProducerID() (*sarama.InitProducerIDResponse, error)
 	TransactionCoordinator(transactionalID string) (*sarama.Broker, error)
 	RefreshTransactionCoordinator(transactionalID string) error
@@ -112,6 +114,7 @@ type Engine[T any] struct {
 	pid     int64
 	epoch   int16
 	txn     *txn // transactional mode only
+	leaders *kafka.LeaderLookup
 
 	parts   map[partKey]*partition
 	counts  map[string]int // partition count per topic
@@ -120,7 +123,7 @@ type Engine[T any] struct {
 	lingerC <-chan time.Time
 	senders map[*sarama.Broker]*sender[T]
 	results chan *flight
-	retry   chan *partition
+	retry   chan retried
 	stopped chan struct{}
 	wg      sync.WaitGroup
 	open    int // admitted and not yet settled
@@ -166,7 +169,8 @@ func New[T any](ctx context.Context, cfg Config, cluster Cluster, hooks Hooks, r
 		rec: rec, cfg: cfg, cluster: cluster, hooks: hooks, log: log, version: cfg.requestVersion(),
 		pid: pid, epoch: epoch,
 		parts: map[partKey]*partition{}, counts: map[string]int{}, senders: map[*sarama.Broker]*sender[T]{},
-		results: make(chan *flight, 64), retry: make(chan *partition), stopped: make(chan struct{}),
+		results: make(chan *flight, 64), retry: make(chan retried), stopped: make(chan struct{}),
+		leaders: kafka.NewLeaderLookup(cluster),
 	}
 	if cfg.TransactionalID != "" {
 		e.txn = &txn{id: cfg.TransactionalID, added: map[partKey]bool{}, ends: map[partKey]bool{}}
@@ -235,8 +239,11 @@ func (e *Engine[T]) next(ctx context.Context, in <-chan T) (<-chan T, error) {
 		return in, e.admit(ctx, r)
 	case f := <-e.results:
 		return in, e.settle(ctx, f)
-	case p := <-e.retry:
-		e.send(p.gen)
+	case r := <-e.retry:
+		if r.moved {
+			r.p.attempts = 0 // a new leader: its refusals count from the start
+		}
+		e.send(r.p.gen)
 	case <-e.lingerC:
 		e.lingerC = nil
 	case <-ctx.Done():
@@ -247,8 +254,8 @@ func (e *Engine[T]) next(ctx context.Context, in <-chan T) (<-chan T, error) {
 // Done is closed when Run returned.
 func (e *Engine[T]) Done() <-chan struct{} { return e.stopped }
 
-// Wait waits for the senders to end; a sender in a request ends when the
-// request does (closing the client ends it at once).
+// Wait waits for the senders and the retries to end; one in a request ends
+// when the request does (closing the client ends it at once).
 func (e *Engine[T]) Wait() { e.wg.Wait() }
 
 // pumpBurst bounds the operations of one pump, so Run still notices ctx
@@ -445,7 +452,8 @@ func (e *Engine[T]) cut(p *partition) *generation {
 
 // send hands g to the sender of its partition's leader.
 func (e *Engine[T]) send(g *generation) {
-	broker, err := e.cluster.Leader(g.part.topic, g.part.partition)
+	g.to = kafka.NoBroker
+	broker, err := e.leaderOf(g.part)
 	if err != nil {
 		// Settled by Run like any failed request; never sent from here,
 		// where a full results channel would block its only reader.
@@ -458,6 +466,7 @@ func (e *Engine[T]) send(g *generation) {
 		}()
 		return
 	}
+	g.to = broker.ID()
 	s := e.senders[broker]
 	if s == nil {
 		s = &sender[T]{e: e, broker: broker, wake: make(chan struct{}, 1)}
@@ -534,7 +543,7 @@ func (e *Engine[T]) refused(ctx context.Context, g *generation, block *sarama.Pr
 		}
 		return fmt.Errorf("produce to %s/%d: %w (a new session starts with a new producer id)", g.part.topic, g.part.partition, err)
 	}
-	return e.retryLater(g, err)
+	return e.retryLater(g, block == nil, err)
 }
 
 // rejectGuilty sets aside the records the broker refused for good and
@@ -628,8 +637,9 @@ func (e *Engine[T]) requeue(p *partition, records []*Record) {
 }
 
 // retryLater sends g again, unchanged (the broker drops it if it landed
-// after all), after a backoff and a metadata refresh of its topic.
-func (e *Engine[T]) retryLater(g *generation, err error) error {
+// after all), after a backoff and a lookup of its partition's leader
+// (retryAfter); silent means the broker gave no answer at all.
+func (e *Engine[T]) retryLater(g *generation, silent bool, err error) error {
 	p := g.part
 	p.attempts++
 	if p.attempts >= e.cfg.MaxAttempts {
@@ -638,17 +648,7 @@ func (e *Engine[T]) retryLater(g *generation, err error) error {
 	wait := backoff.Exponential(e.cfg.RetryFirst, e.cfg.RetryMost, p.attempts-1)
 	e.log.Warn("publish failed; sending the partition's records again", "topic", p.topic, "partition", p.partition,
 		"events", len(g.records), "error", err, "attempt", p.attempts, "retry_in", wait)
-	time.AfterFunc(wait, func() {
-		select {
-		case <-e.stopped:
-			return
-		default:
-		}
-		_ = e.cluster.RefreshMetadata(p.topic) // the leader may have moved
-		select {
-		case e.retry <- p:
-		case <-e.stopped:
-		}
-	})
+	e.wg.Add(1)
+	go e.retryAfter(p, wait, g.to, silent)
 	return nil
 }

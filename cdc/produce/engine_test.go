@@ -108,13 +108,18 @@ type run struct {
 	tooLarge func(*Record, error) (string, error)
 	reject   error
 	gap      time.Duration // between records handed over
+	// readTimeout, if set, bounds the client's wait for a response.
+	readTimeout time.Duration
 }
 
 // mockClient is a client of b speaking produce v8 (per-record errors),
 // closed at the test's end.
-func mockClient(t *testing.T, b *sarama.MockBroker) (sarama.Client, *sarama.Config) {
+func mockClient(t *testing.T, b *sarama.MockBroker, readTimeout time.Duration) (sarama.Client, *sarama.Config) {
 	t.Helper()
 	sc := sarama.NewConfig()
+	if readTimeout > 0 {
+		sc.Net.ReadTimeout = readTimeout
+	}
 	sc.Version = sarama.V2_4_0_0 // produce v8: per-record errors
 	sc.ApiVersionsRequest = false
 	sc.Metadata.Retry.Max = 1
@@ -129,7 +134,7 @@ func mockClient(t *testing.T, b *sarama.MockBroker) (sarama.Client, *sarama.Conf
 
 func (r run) do(t *testing.T, b *sarama.MockBroker, values ...string) ([]string, error) {
 	t.Helper()
-	client, sc := mockClient(t, b)
+	client, sc := mockClient(t, b, r.readTimeout)
 	var got []string
 	value := func(rec *Record) string { v, _ := rec.Msg.Value.Encode(); return string(v) }
 	hooks := Hooks{
@@ -321,8 +326,8 @@ func TestEnginePartitionsLikeJava(t *testing.T) {
 
 func TestConfigValidateNamesEveryField(t *testing.T) {
 	err := Config{MaxGenerationRecords: -1, MaxRequestBytes: 1, MaxGenerationBytes: 10, MaxAttempts: -1, RetryFirst: -1, Timeout: -1,
-		Version: sarama.V0_10_0_0}.Validate()
-	for _, field := range []string{"MaxGenerationRecords", "MaxRequestBytes", "MaxAttempts", "RetryFirst", "Timeout", "Version"} {
+		LeaderWait: -1, Version: sarama.V0_10_0_0}.Validate()
+	for _, field := range []string{"MaxGenerationRecords", "MaxRequestBytes", "MaxAttempts", "RetryFirst", "Timeout", "LeaderWait", "Version"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want it to name %s", err, field)
 		}

@@ -15,6 +15,7 @@ type generation struct {
 	records  []*Record
 	firstSeq int32
 	bytes    int
+	to       int32               // the broker it was last sent to; kafka.NoBroker: none
 	batch    *sarama.RecordBatch // built on first send, sent again unchanged
 }
 

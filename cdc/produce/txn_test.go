@@ -94,7 +94,7 @@ func txnLog(b *sarama.MockBroker) []string {
 // and returns what the hooks saw, in order.
 func txnRun(t *testing.T, b *sarama.MockBroker, keys map[string]string, txns ...[]string) ([]string, error) {
 	t.Helper()
-	client, sc := mockClient(t, b)
+	client, sc := mockClient(t, b, 0)
 	var got []string
 	committed := make(chan struct{}, len(txns))
 	value := func(rec *Record) string { v, _ := rec.Msg.Value.Encode(); return string(v) }
@@ -266,7 +266,7 @@ func requestsMerged(log []string) []string {
 // nothing.
 func TestTransactionalEngineAbortsWhatRunLeftOpen(t *testing.T) {
 	b := txnCluster(t, 1, nil, []any{ok(0)}, nil)
-	client, sc := mockClient(t, b)
+	client, sc := mockClient(t, b, 0)
 	delivered := 0
 	hooks := Hooks{
 		Admit:     func(context.Context, *Record) (bool, error) { return true, nil },

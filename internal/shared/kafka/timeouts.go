@@ -14,13 +14,12 @@ import (
 // VM, a process stopped by SIGSTOP, a network that drops packets) keeps
 // them open, and only a client timeout ends the wait. The controller fences
 // a silent broker after broker.session.timeout.ms (9 s by default) and
-// elects new leaders; until the client reads them it keeps trying the
-// frozen broker, and each new connection to it costs up to three request
-// timeouts (sarama's version handshake, tried twice, then the request). At
-// 3 s a frozen leader's partitions often take records again 12-13 s after
-// the freeze (measured on a 3-node cluster), later when a metadata refresh
-// opens a new connection to the frozen broker (docs/operations.md has the
-// spread); sarama's own 30 s read timeout held them for 30 s.
+// elects new leaders. Each new connection to a frozen broker costs up to
+// three request timeouts (sarama's version handshake, tried twice, then the
+// request), so the relay and the worker look leaders up with a
+// LeaderLookup rather than go back to it; a request already sent to it
+// waits one request timeout. sarama's own 30 s read timeout held a frozen
+// leader's partitions for 30 s (docs/operations.md has the figures).
 const (
 	// DefaultDialTimeout bounds opening a connection (TCP and TLS).
 	DefaultDialTimeout = 5 * time.Second
