@@ -81,10 +81,11 @@ type Batch struct {
 	sc        trace.SpanContext
 	parent    trace.SpanID // the first record's writer span, when there is one
 	recording bool
-	header    []byte // traceparent of span: shared by the records, never written
-	state     []byte // tracestate of span, nil when empty
-	joined    int    // records taken: the Batcher's goroutine only
-	limit     int    // most records: MaxBatch, or MaxRootBatch for a root
+	header    []byte               // traceparent of span: shared by the records, never written
+	state     []byte               // tracestate of span, nil when empty
+	joined    int                  // records taken: the Batcher's goroutine only
+	limit     int                  // most records: MaxBatch, or MaxRootBatch for a root
+	linkAttrs []attribute.KeyValue // the links' attributes: the Batcher's goroutine only
 
 	// open counts the records joined and not yet settled; closedMark once
 	// the span ended (no record joins after that). full is set once
@@ -155,8 +156,7 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 	}
 	if cur != nil && cur.join() {
 		if cur.recording && writer.IsValid() && writer.SpanID() != cur.parent {
-			cur.span.AddLink(trace.Link{SpanContext: writer,
-				Attributes: []attribute.KeyValue{attribute.String(attrMessageID, id.String())}})
+			cur.link(writer, id)
 		}
 	} else {
 		cur = startBatch(writer, topic, commit)
@@ -165,6 +165,17 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 	}
 	b.last, b.lastKey = cur, k
 	return cur
+}
+
+// link links the span to the writer span of the record of event id. The
+// links' attributes share one array of the batch instead of a slice each.
+func (bt *Batch) link(writer trace.SpanContext, id uuid.UUID) {
+	if bt.linkAttrs == nil {
+		bt.linkAttrs = make([]attribute.KeyValue, 0, MaxBatch)
+	}
+	n := len(bt.linkAttrs)
+	bt.linkAttrs = append(bt.linkAttrs, attribute.String(attrMessageID, id.String()))
+	bt.span.AddLink(trace.Link{SpanContext: writer, Attributes: bt.linkAttrs[n : n+1 : n+1]})
 }
 
 // startSend starts a send span to topic, a child of writer when it is

@@ -197,3 +197,30 @@ func attrInt(s sdktrace.ReadOnlySpan, key string) int64 {
 	}
 	return -1
 }
+
+// A record of a writer's trace links its batch's span to its writer's span
+// with its event id: one allocation, the id's text (the links' attribute
+// slices share the batch's array).
+func TestLinkingARecordAllocatesOnlyItsID(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	defer Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))()
+	writers := make([]trace.SpanContext, MaxBatch)
+	for i := range writers {
+		writers[i] = trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{byte(i + 1)}, TraceFlags: trace.FlagsSampled})
+	}
+	var b Batcher
+	first := b.Join(writers[0], uuid.New(), "orders", time.Now())
+	id, i := uuid.New(), 1
+	allocs := testing.AllocsPerRun(MaxBatch-2, func() {
+		if b.Join(writers[i], id, "orders", time.Now()) != first {
+			t.Fatal("a record of the trace left the batch")
+		}
+		i++
+	})
+	if allocs > 1.5 {
+		t.Errorf("%.2f allocations per linked record, want 1", allocs)
+	}
+	if links := first.span.(sdktrace.ReadOnlySpan).Links(); len(links) != i-1 || links[len(links)-1].Attributes[0].Value.AsString() != id.String() {
+		t.Errorf("%d links, want %d, each with its message id", len(links), i-1)
+	}
+}
