@@ -85,6 +85,7 @@ type Batch struct {
 	state     []byte               // tracestate of span, nil when empty
 	joined    int                  // records taken: the Batcher's goroutine only
 	limit     int                  // most records: MaxBatch, or MaxRootBatch for a root
+	first     time.Time            // the first record's commit time
 	linkAttrs []attribute.KeyValue // the links' attributes: the Batcher's goroutine only
 
 	// open counts the records joined and not yet settled; closedMark once
@@ -154,13 +155,13 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 		}
 		cur = b.open[k]
 	}
-	if cur != nil && cur.join() {
+	if cur != nil && cur.join(commit) {
 		if cur.recording && writer.IsValid() && writer.SpanID() != cur.parent {
 			cur.link(writer, id)
 		}
 	} else {
 		cur = startBatch(writer, topic, commit)
-		cur.join()
+		cur.join(commit)
 		b.open[k] = cur
 	}
 	b.last, b.lastKey = cur, k
@@ -197,7 +198,7 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 	span := startSend(writer, topic, commit)
 	sc := span.SpanContext()
 	bt := &Batch{span: span, sc: sc, parent: writer.SpanID(), recording: span.IsRecording(),
-		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1, limit: MaxBatch}
+		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1, limit: MaxBatch, first: commit}
 	if !writer.IsValid() {
 		bt.limit = MaxRootBatch
 	}
@@ -210,10 +211,20 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 	return bt
 }
 
-// join takes one more record unless the batch is full or its span ended.
-func (bt *Batch) join() bool {
+// join takes one more record, committed at commit, unless the batch is
+// full or its span ended. An unsampled batch's span records nothing and
+// needs no end: it takes its records by count and commit time alone,
+// without counting them in flight.
+func (bt *Batch) join(commit time.Time) bool {
 	if bt.joined >= bt.limit {
 		return false
+	}
+	if !bt.recording {
+		if !commit.IsZero() && commit.Sub(bt.first) > unsampledSpread {
+			return false
+		}
+		bt.joined++
+		return true
 	}
 	for {
 		o := bt.open.Load()
@@ -276,13 +287,17 @@ func (bt *Batch) note(a Ack) {
 	bt.last = a
 }
 
+// unsampledSpread bounds the commit times of an unsampled batch's records:
+// rows committed far apart do not share a trace id.
+const unsampledSpread = time.Second
+
 // settle ends one record's membership. When it was the last in flight, a
 // full batch closes (a record that comes later starts a new one) and ends
 // its span; any other waits the idle grace for more records, and closes
 // then unless one joined meanwhile, which defers the close to its own
 // settling.
 func (bt *Batch) settle() {
-	if bt.open.Add(-1) != 0 {
+	if !bt.recording || bt.open.Add(-1) != 0 {
 		return
 	}
 	grace := time.Duration(idleGrace.Load())

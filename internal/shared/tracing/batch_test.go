@@ -224,3 +224,32 @@ func TestLinkingARecordAllocatesOnlyItsID(t *testing.T) {
 		t.Errorf("%d links, want %d, each with its message id", len(links), i-1)
 	}
 }
+
+// An unsampled batch (sampling left its root out) is not counted in
+// flight: acks do not end it; it takes records by count, and by commit
+// time within unsampledSpread of its first.
+func TestAnUnsampledBatchTakesRecordsByCountAndCommitTime(t *testing.T) {
+	defer Use(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())))()
+	defer SetIdleGrace(0)()
+	var b Batcher
+	t0 := time.Now()
+	first := b.Join(trace.SpanContext{}, uuid.New(), "orders", t0)
+	if first.recording || first.SpanContext().IsSampled() || !first.SpanContext().IsValid() {
+		t.Fatal("want an unsampled batch with a span context for its records")
+	}
+	first.Acked(Ack{Seconds: 0.001})
+	if b.Join(trace.SpanContext{}, uuid.New(), "orders", t0.Add(time.Millisecond)) != first {
+		t.Fatal("an ack ended an unsampled batch")
+	}
+	if b.Join(trace.SpanContext{}, uuid.New(), "orders", t0.Add(2*unsampledSpread)) == first {
+		t.Fatal("a row committed long after the first joined its unsampled batch")
+	}
+	var last *Batch
+	start := b.Join(trace.SpanContext{}, uuid.New(), "orders", time.Time{})
+	for range MaxRootBatch {
+		last = b.Join(trace.SpanContext{}, uuid.New(), "orders", time.Time{})
+	}
+	if last == start {
+		t.Fatalf("an unsampled batch took more than %d records", MaxRootBatch)
+	}
+}
