@@ -52,9 +52,14 @@ func recordHeader(p *pending, key string) string {
 	return ""
 }
 
+// record turns tracing on with an in-memory recorder; a batch's span ends
+// at its last ack, without the idle grace (internal/shared/tracing tests
+// that).
 func record(t *testing.T) (*tracetest.SpanRecorder, func()) {
 	rec := tracetest.NewSpanRecorder()
-	return rec, tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	off := tracing.Use(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	restore := tracing.SetIdleGrace(0)
+	return rec, func() { restore(); off() }
 }
 
 func attrsOf(kvs []attribute.KeyValue) map[attribute.Key]string {
@@ -212,13 +217,23 @@ func TestASendSpanCoversAtMostMaxBatchRecords(t *testing.T) {
 	_, off := record(t)
 	defer off()
 	s := &stream{}
-	first := tracedPending(t, s, "", time.Now())
+	first := tracedPending(t, s, rowTraceparent, time.Now())
 	var last *pending
 	for range tracing.MaxBatch {
-		last = tracedPending(t, s, "", time.Now())
+		last = tracedPending(t, s, rowTraceparent, time.Now())
 	}
 	if recordHeader(last, tracing.Traceparent) == recordHeader(first, tracing.Traceparent) {
-		t.Fatalf("record %d shares the first record's span", tracing.MaxBatch+1)
+		t.Fatalf("record %d of a writer's trace shares the first record's span", tracing.MaxBatch+1)
+	}
+	first = tracedPending(t, s, "", time.Now())
+	for range tracing.MaxRootBatch - 1 {
+		last = tracedPending(t, s, "", time.Now())
+	}
+	if recordHeader(last, tracing.Traceparent) != recordHeader(first, tracing.Traceparent) {
+		t.Fatalf("record %d without a traceparent has a span of its own", tracing.MaxRootBatch)
+	}
+	if last = tracedPending(t, s, "", time.Now()); recordHeader(last, tracing.Traceparent) == recordHeader(first, tracing.Traceparent) {
+		t.Fatalf("record %d without a traceparent shares the first record's span", tracing.MaxRootBatch+1)
 	}
 }
 

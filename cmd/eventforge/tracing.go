@@ -24,5 +24,10 @@ func startTracing(ctx context.Context, service string, log *slog.Logger) (func()
 		if err := shutdown(context.WithoutCancel(ctx)); err != nil {
 			log.Warn("tracing: spans not flushed at exit", "error", err)
 		}
+		if c.On() {
+			st := tracing.SpanStats()
+			log.Info("tracing: spans at exit", "ended", st.Ended, "exported", st.Exported,
+				"failed", st.Failed, "dropped", st.Dropped())
+		}
 	}, nil
 }

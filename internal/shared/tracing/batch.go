@@ -15,9 +15,35 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// MaxBatch is the most records one send span covers: the SDK's default
-// limit of links per span.
+// MaxBatch is the most records one send span of a writer's trace covers:
+// the SDK's default limit of links per span (each record but the first
+// links to its writer's span).
 const MaxBatch = 128
+
+// MaxRootBatch is the most records one root send span covers: rows without
+// a traceparent, which add no links. Larger than MaxBatch so a drain pays a
+// span per thousand records, not per hundred.
+const MaxRootBatch = 1024
+
+// DefaultIdleGrace is how long a batch whose records were all settled stays
+// open for more records of its topic and trace before its span ends (at the
+// last settling's time): records read in a trickle then still share spans,
+// instead of a span each few records.
+const DefaultIdleGrace = 5 * time.Millisecond
+
+// idleGrace is the current grace, in nanoseconds (SetIdleGrace).
+var idleGrace atomic.Int64
+
+func init() { idleGrace.Store(int64(DefaultIdleGrace)) }
+
+// SetIdleGrace sets how long a batch whose records were all settled waits
+// for more before its span ends; 0 ends it at once. It returns a function
+// that restores the previous grace: for tests, which check a span right
+// after its last ack.
+func SetIdleGrace(d time.Duration) (restore func()) {
+	old := idleGrace.Swap(int64(d))
+	return func() { idleGrace.Store(old) }
+}
 
 // Attributes of a send span beyond the messaging conventions.
 const (
@@ -38,9 +64,11 @@ var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
 
 // Batch is one producer span ("send <topic>") over the records of one
 // trace that a producer sent together: up to MaxBatch records of one topic,
-// each joining while some of the others were still in flight. It starts at its first
-// record's commit and ends once every record it took was settled, so a
-// record's commit→ack time lies within it. The records' traceparent names
+// each joining while some of the others were still in flight or within the
+// idle grace after the last of them settled. It starts at its first
+// record's commit and ends at the last settling of its records (reported
+// once the grace passed with no more joining, or at once when it is full),
+// so a record's commit→ack time lies within it. The records' traceparent names
 // it, so each consumer's span is its child, in the same trace.
 //
 // The trace is the writer's when the outbox row carried a sampled
@@ -53,13 +81,18 @@ type Batch struct {
 	sc        trace.SpanContext
 	parent    trace.SpanID // the first record's writer span, when there is one
 	recording bool
-	header    []byte // traceparent of span: shared by the records, never written
-	state     []byte // tracestate of span, nil when empty
-	joined    int    // records taken: the Batcher's goroutine only
+	header    []byte               // traceparent of span: shared by the records, never written
+	state     []byte               // tracestate of span, nil when empty
+	joined    int                  // records taken: the Batcher's goroutine only
+	limit     int                  // most records: MaxBatch, or MaxRootBatch for a root
+	first     time.Time            // the first record's commit time
+	linkAttrs []attribute.KeyValue // the links' attributes: the Batcher's goroutine only
 
 	// open counts the records joined and not yet settled; closedMark once
-	// the last one settled (no record joins after that).
+	// the span ended (no record joins after that). full is set once
+	// limit records joined.
 	open atomic.Int32
+	full atomic.Bool
 
 	// What the span's end reports: kept only while recording.
 	mu       sync.Mutex
@@ -69,6 +102,8 @@ type Batch struct {
 	slowest  float64
 	exemplar float64 // commit→ack seconds of the last record given the exemplar
 	last     Ack
+	idleAt   time.Time   // when its records were last all settled: the span's end
+	timer    *time.Timer // ends the span once idle for the grace
 }
 
 // closedMark is Batch.open of a batch whose records were all settled.
@@ -120,18 +155,28 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 		}
 		cur = b.open[k]
 	}
-	if cur != nil && cur.join() {
+	if cur != nil && cur.join(commit) {
 		if cur.recording && writer.IsValid() && writer.SpanID() != cur.parent {
-			cur.span.AddLink(trace.Link{SpanContext: writer,
-				Attributes: []attribute.KeyValue{attribute.String(attrMessageID, id.String())}})
+			cur.link(writer, id)
 		}
 	} else {
 		cur = startBatch(writer, topic, commit)
-		cur.join()
+		cur.join(commit)
 		b.open[k] = cur
 	}
 	b.last, b.lastKey = cur, k
 	return cur
+}
+
+// link links the span to the writer span of the record of event id. The
+// links' attributes share one array of the batch instead of a slice each.
+func (bt *Batch) link(writer trace.SpanContext, id uuid.UUID) {
+	if bt.linkAttrs == nil {
+		bt.linkAttrs = make([]attribute.KeyValue, 0, MaxBatch)
+	}
+	n := len(bt.linkAttrs)
+	bt.linkAttrs = append(bt.linkAttrs, attribute.String(attrMessageID, id.String()))
+	bt.span.AddLink(trace.Link{SpanContext: writer, Attributes: bt.linkAttrs[n : n+1 : n+1]})
 }
 
 // startSend starts a send span to topic, a child of writer when it is
@@ -153,7 +198,10 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 	span := startSend(writer, topic, commit)
 	sc := span.SpanContext()
 	bt := &Batch{span: span, sc: sc, parent: writer.SpanID(), recording: span.IsRecording(),
-		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1}
+		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1, limit: MaxBatch, first: commit}
+	if !writer.IsValid() {
+		bt.limit = MaxRootBatch
+	}
 	if ts := sc.TraceState().String(); ts != "" {
 		bt.state = []byte(ts)
 	}
@@ -163,11 +211,20 @@ func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch
 	return bt
 }
 
-// join takes one more record unless the batch is full or its records were
-// all settled already.
-func (bt *Batch) join() bool {
-	if bt.joined >= MaxBatch {
+// join takes one more record, committed at commit, unless the batch is
+// full or its span ended. An unsampled batch's span records nothing and
+// needs no end: it takes its records by count and commit time alone,
+// without counting them in flight.
+func (bt *Batch) join(commit time.Time) bool {
+	if bt.joined >= bt.limit {
 		return false
+	}
+	if !bt.recording {
+		if !commit.IsZero() && commit.Sub(bt.first) > unsampledSpread {
+			return false
+		}
+		bt.joined++
+		return true
 	}
 	for {
 		o := bt.open.Load()
@@ -175,7 +232,9 @@ func (bt *Batch) join() bool {
 			return false
 		}
 		if bt.open.CompareAndSwap(o, o+1) {
-			bt.joined++
+			if bt.joined++; bt.joined == bt.limit {
+				bt.full.Store(true)
+			}
 			return true
 		}
 	}
@@ -228,12 +287,39 @@ func (bt *Batch) note(a Ack) {
 	bt.last = a
 }
 
-// settle ends one record's membership. The last record in flight closes
-// the batch (a record that comes later starts a new one) and ends its span;
-// a record that joined meanwhile defers both to its own settling.
+// unsampledSpread bounds the commit times of an unsampled batch's records:
+// rows committed far apart do not share a trace id.
+const unsampledSpread = time.Second
+
+// settle ends one record's membership. When it was the last in flight, a
+// full batch closes (a record that comes later starts a new one) and ends
+// its span; any other waits the idle grace for more records, and closes
+// then unless one joined meanwhile, which defers the close to its own
+// settling.
 func (bt *Batch) settle() {
-	if bt.open.Add(-1) == 0 && bt.open.CompareAndSwap(0, closedMark) {
-		bt.end()
+	if !bt.recording || bt.open.Add(-1) != 0 {
+		return
+	}
+	grace := time.Duration(idleGrace.Load())
+	if grace <= 0 || bt.full.Load() {
+		bt.close(false)
+		return
+	}
+	bt.mu.Lock()
+	bt.idleAt = time.Now()
+	if bt.timer == nil {
+		bt.timer = time.AfterFunc(grace, func() { bt.close(true) })
+	} else {
+		bt.timer.Reset(grace)
+	}
+	bt.mu.Unlock()
+}
+
+// close ends the span of a batch with no record in flight, once: at its
+// last idle time when idle, else now.
+func (bt *Batch) close(idle bool) {
+	if bt.open.CompareAndSwap(0, closedMark) {
+		bt.end(idle)
 	}
 }
 
@@ -241,13 +327,20 @@ func (bt *Batch) settle() {
 // aside, or its session ended).
 func (bt *Batch) Abandon() { bt.settle() }
 
-func (bt *Batch) end() {
+func (bt *Batch) end(idle bool) {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if bt.timer != nil {
+		bt.timer.Stop()
+	}
+	var opts []trace.SpanEndOption
+	if idle { // ended after the grace: at the last settling
+		opts = append(opts, trace.WithTimestamp(bt.idleAt))
+	}
 	if !bt.recording {
 		bt.span.End()
 		return
 	}
-	bt.mu.Lock()
-	defer bt.mu.Unlock()
 	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs, attribute.Int(attrBatchCount, bt.acked))
 	if bt.slowest > 0 { // records without a commit time (backfill, republish) have none
@@ -268,7 +361,7 @@ func (bt *Batch) end() {
 		}
 	}
 	bt.span.SetAttributes(attrs...)
-	bt.span.End()
+	bt.span.End(opts...)
 }
 
 // Rejected records that a record was set aside instead of sent (for

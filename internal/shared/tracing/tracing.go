@@ -148,7 +148,7 @@ func Setup(ctx context.Context, c Config) (Shutdown, error) {
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), parent-based
 	// always-on by default.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newProcessor(exp)), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(Propagator())
 	t := tp.Tracer(ScopeName)
