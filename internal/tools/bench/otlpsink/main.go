@@ -8,6 +8,9 @@
 // It answers POST /v1/traces (protobuf, gzip or not) with an empty success,
 // and GET /count with "<spans> <requests>"; on SIGINT or SIGTERM it prints
 // the same counts and exits.
+//
+// Imports (floor: tool): the standard library and the OpenTelemetry
+// protocol's types only; nothing of the product.
 package main
 
 import (
