@@ -155,20 +155,22 @@ func firstAnswer(n int, ask func(i int) error) error {
 // each change is logged once.
 func (r *Relay) setKafka(err error) {
 	r.mu.Lock()
+	// The line is written before the new state shows (readiness, the
+	// gauge): whoever sees the change finds its line in the log.
+	defer r.mu.Unlock()
 	was := r.kafkaErr
-	r.kafkaErr = ""
+	now := ""
 	if err != nil {
-		r.kafkaErr = oneLineErr(err)
+		now = oneLineErr(err)
 	}
-	now := r.kafkaErr
-	r.mu.Unlock()
-	r.m.kafkaReachable.Set(b2f(now == ""))
 	switch {
 	case was == "" && now != "":
 		r.log.Warn("Kafka unreachable; not ready until a broker answers", "err", now)
 	case was != "" && now == "":
 		r.log.Info("Kafka reachable again")
 	}
+	r.kafkaErr = now
+	r.m.kafkaReachable.Set(b2f(now == ""))
 }
 
 // oneLineErr is err's text on one line (errors.Join puts one per line).
