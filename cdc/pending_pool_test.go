@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventforge/eventforge/cdc/ack"
 	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/shared/tracing"
 )
 
 // eventCycle is a stream and its producer session, their per-event work
@@ -30,8 +31,8 @@ func eventCycle(t testing.TB, window int) (*stream, *producerSession, chan *pend
 
 // TestPendingRecycled: in at-least-once mode an acknowledged event's
 // pending goes back to the pool, cleared, and the next events built in
-// recycled ones carry their own records; a traced event's pending (its
-// span keeps the key) and exactly-once events are never reused.
+// recycled ones carry their own records; a pending still in a send span
+// and exactly-once events are never reused.
 func TestPendingRecycled(t *testing.T) {
 	s, ps, feed := eventCycle(t, 10)
 	ctx := context.Background()
@@ -64,15 +65,50 @@ func TestPendingRecycled(t *testing.T) {
 			t.Errorf("event %d: delivered and not recycled (id %v)", i, p.id)
 		}
 	}
-	traced := publish(event("t", `1`))
-	traced.rec.Trace = "a send span"
-	id := traced.id
-	ps.delivered(traced)
-	if traced.id != id {
-		t.Error("a traced event's pending was recycled")
+	inSpan := publish(event("t", `1`))
+	inSpan.rec.Trace = "a send span it has not settled in"
+	id := inSpan.id
+	inSpan.release()
+	if inSpan.id != id {
+		t.Error("a pending still in a send span was recycled")
 	}
 	s.cfg.ExactlyOnce = true
 	if p := publish(event("x", `1`)); p.pool != nil {
 		t.Error("an exactly-once event's pending is from the pool")
+	}
+}
+
+// TestTracedPendingRecycledKeepsItsSpansKey: a traced event goes back to the
+// pool once acked, although its send span ends later (after the idle
+// grace); the span reports the key the record had, not what a later event
+// built in the same buffers.
+func TestTracedPendingRecycledKeepsItsSpansKey(t *testing.T) {
+	rec, off := record(t)
+	defer off()
+	restore := tracing.SetIdleGrace(50 * time.Millisecond)
+	defer restore()
+	s, ps, feed := eventCycle(t, 10)
+	ctx := context.Background()
+	e := &outbox.Event{ID: uuid.New(), AggregateType: "orders", AggregateID: "first-key", EventType: "e", Payload: []byte(`1`), JSONChecked: true}
+	if err := s.publish(ctx, e, 1); err != nil {
+		t.Fatal(err)
+	}
+	p := <-feed
+	if batchOf(p) == nil {
+		t.Fatal("the event is not in a send span")
+	}
+	p.record()
+	ps.delivered(p)
+	if p.id != uuid.Nil || p.msg != nil {
+		t.Fatal("a traced event's pending was not recycled after its ack")
+	}
+	// A later event built in the same struct and buffers, as the pool hands it out.
+	later := &outbox.Event{ID: uuid.New(), AggregateType: "other", AggregateID: "XXXXXXXXX", EventType: "e", Payload: []byte(`2`), JSONChecked: true}
+	if err := s.build.Build(&p.rec, later); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the send span's end", func() bool { return len(rec.Ended()) == 1 })
+	if got := attrsOf(rec.Ended()[0].Attributes())["messaging.kafka.message.key"]; got != "first-key" {
+		t.Errorf("the span reports key %q, want %q", got, "first-key")
 	}
 }

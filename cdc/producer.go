@@ -235,16 +235,13 @@ func (ps *producerSession) reject(ctx context.Context, p *pending) error {
 // delivered acks an event the broker acknowledged; nothing uses p after
 // it (the stream may reuse it).
 func (ps *producerSession) delivered(p *pending) {
-	traced := p.rec.Trace != nil // ackObserved clears it; the span keeps the key
 	ps.tr.Ack(p.tok)
 	failpoint.Hit(failpoint.CDCAfterAckBeforeConfirm)
 	c := ps.counters(p.msg.Topic)
 	c.events.Inc()
 	c.bytes.Add(float64(p.size))
-	ps.ackObserved(p) // commit→ack, with the producer span's end
-	if !traced {
-		p.release()
-	}
+	ps.ackObserved(p) // commit→ack, with its part in the send span (which keeps nothing of p)
+	p.release()
 }
 
 // topicCounters are the published counters of one topic.

@@ -241,8 +241,9 @@ func (s *stream) newPending() *pending {
 }
 
 // release puts p back in its pool once the broker acknowledged it and its
-// ack is counted, if it came from one. A traced event is not reused: its
-// send span keeps the record's key until the span ends.
+// ack is counted, if it came from one. A record still in a send span
+// (rec.Trace set: not yet settled there) is not reused; a settled one is,
+// since its span keeps a copy of what it reports.
 func (p *pending) release() {
 	pool := p.pool
 	if pool == nil || p.rec.Trace != nil {

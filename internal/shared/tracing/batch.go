@@ -100,8 +100,10 @@ type Batch struct {
 	partSeen int32
 	parts    int // distinct partitions seen, counted up to 2
 	slowest  float64
-	exemplar float64 // commit→ack seconds of the last record given the exemplar
-	last     Ack
+	exemplar float64     // commit→ack seconds of the last record given the exemplar
+	last     Ack         // of the latest record, its Key dropped: the caller may reuse it
+	firstKey string      // the first record's key: a span of one record reports it
+	hasKey   bool        // firstKey is set (a record without a key has none)
 	idleAt   time.Time   // when its records were last all settled: the span's end
 	timer    *time.Timer // ends the span once idle for the grace
 }
@@ -112,7 +114,7 @@ const closedMark = math.MinInt32
 // Ack is a record's acknowledgment by the broker, for its batch.
 type Ack struct {
 	ID        uuid.UUID
-	Key       sarama.Encoder // the record's key, nil for none
+	Key       sarama.Encoder // the record's key, nil for none; not kept after Acked returns
 	Partition int32
 	Offset    int64   // -1 when the broker did not return one
 	Seconds   float64 // commit→ack
@@ -284,6 +286,12 @@ func (bt *Batch) note(a Ack) {
 		bt.parts++
 		bt.partSeen = a.Partition
 	}
+	if bt.acked == 1 && a.Key != nil {
+		if b, err := a.Key.Encode(); err == nil {
+			bt.firstKey, bt.hasKey = string(b), true
+		}
+	}
+	a.Key = nil
 	bt.last = a
 }
 
@@ -354,10 +362,8 @@ func (bt *Batch) end(idle bool) {
 		if bt.last.Offset >= 0 {
 			attrs = append(attrs, attribute.Int64(attrOffset, bt.last.Offset))
 		}
-		if k := bt.last.Key; k != nil {
-			if b, err := k.Encode(); err == nil {
-				attrs = append(attrs, attribute.String(attrKey, string(b)))
-			}
+		if bt.hasKey {
+			attrs = append(attrs, attribute.String(attrKey, bt.firstKey))
 		}
 	}
 	bt.span.SetAttributes(attrs...)
