@@ -195,14 +195,7 @@ func (bf *backfillFeed) Send(ctx context.Context, row *outbox.Row) error {
 	traceRecord(&bf.spans, e, p)
 	p.msg = &p.rec.Msg
 	p.msg.Metadata = p
-	p.size = p.msg.ByteSize(recordVersion)
-	p.tok = bf.tr.Add(p.size)
-	select {
-	case bf.feed <- p:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return handOver(ctx, bf.tr, bf.feed, p)
 }
 
 // Close closes the feed, waits for the feeder and shuts the producer down.

@@ -327,3 +327,16 @@ func (ps *producerSession) shutdown(drained <-chan struct{}) {
 		ps.log.Warn("the Kafka producer did not close in time; going on without it", "waited", producerCloseGrace)
 	}
 }
+
+// handOver sizes p, adds it to the in-flight window of tr and hands it to
+// feed, or stops when ctx ends.
+func handOver(ctx context.Context, tr *ack.Tracker, feed chan<- *pending, p *pending) error {
+	p.size = p.msg.ByteSize(recordVersion)
+	p.tok = tr.Add(p.size)
+	select {
+	case feed <- p:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -32,14 +32,7 @@ func (s *stream) setAside(ctx context.Context, err error, lsn pglogrepl.LSN) err
 		topic = s.cfg.TopicPrefix + re.AggregateType
 	}
 	p.msg = &sarama.ProducerMessage{Topic: topic, Metadata: p}
-	p.size = p.msg.ByteSize(recordVersion)
-	p.tok = s.tr.Add(p.size)
-	select {
-	case s.feed <- p:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return handOver(ctx, s.tr, s.feed, p)
 }
 
 // skipReplay reports whether p's INSERT (event id and WAL position) was
