@@ -83,12 +83,9 @@ func (b *broker) records(ctx context.Context, topic string) (int64, error) {
 // sees: an exactly-once relay's log also holds transaction markers (and the
 // records of aborted transactions), which an offset difference would count.
 func (b *broker) committedRecords(ctx context.Context, topic string) (int64, error) {
-	if err := b.client.RefreshMetadata(topic); err != nil {
-		return 0, fmt.Errorf("read metadata of %s: %w", topic, err)
-	}
-	ps, err := b.client.Partitions(topic)
+	ps, err := b.partitions(topic)
 	if err != nil {
-		return 0, fmt.Errorf("read partitions of %s: %w", topic, err)
+		return 0, err
 	}
 	var n int64
 	for _, p := range ps {
@@ -101,12 +98,9 @@ func (b *broker) committedRecords(ctx context.Context, topic string) (int64, err
 }
 
 func (b *broker) countRecords(topic string) (int64, error) {
-	if err := b.client.RefreshMetadata(topic); err != nil {
-		return 0, fmt.Errorf("read metadata of %s: %w", topic, err)
-	}
-	ps, err := b.client.Partitions(topic)
+	ps, err := b.partitions(topic)
 	if err != nil {
-		return 0, fmt.Errorf("read partitions of %s: %w", topic, err)
+		return 0, err
 	}
 	var n int64
 	for _, p := range ps {
@@ -195,4 +189,16 @@ func (b *broker) prefill(ctx context.Context, topic, tag string, n int) error {
 		return fmt.Errorf("produce to %s: %w", topic, err)
 	}
 	return nil
+}
+
+// partitions are topic's partitions, from freshly read metadata.
+func (b *broker) partitions(topic string) ([]int32, error) {
+	if err := b.client.RefreshMetadata(topic); err != nil {
+		return nil, fmt.Errorf("read metadata of %s: %w", topic, err)
+	}
+	ps, err := b.client.Partitions(topic)
+	if err != nil {
+		return nil, fmt.Errorf("read partitions of %s: %w", topic, err)
+	}
+	return ps, nil
 }

@@ -120,13 +120,7 @@ func (w *sqlWriter) step() error {
 	case r < 45: // single row, autocommit
 		ids, keys := w.rows(1)
 		_, err := w.conn.Exec(ctx, insertEvents, ids, keys)
-		if err != nil {
-			w.led.addRows(Unknown, keys, ids)
-			w.stats.inc(&w.stats.unknown)
-			return err
-		}
-		w.led.addRows(Committed, keys, ids)
-		w.stats.inc(&w.stats.single)
+		return w.record(err, ids, keys, &w.stats.single)
 	case r < 85: // multi-row transaction with an orders row
 		ids, keys := w.rows(2 + w.rng.IntN(30))
 		err := pgx.BeginFunc(ctx, w.conn, func(tx pgx.Tx) error {
@@ -136,13 +130,7 @@ func (w *sqlWriter) step() error {
 			_, err := tx.Exec(ctx, insertEvents, ids, keys)
 			return err
 		})
-		if err != nil {
-			w.led.addRows(Unknown, keys, ids)
-			w.stats.inc(&w.stats.unknown)
-			return err
-		}
-		w.led.addRows(Committed, keys, ids)
-		w.stats.inc(&w.stats.multi)
+		return w.record(err, ids, keys, &w.stats.multi)
 	default: // deliberate rollback: no COMMIT is ever sent
 		ids, keys := w.rows(1 + w.rng.IntN(5))
 		w.led.addRows(RolledBack, keys, ids)
@@ -156,6 +144,19 @@ func (w *sqlWriter) step() error {
 		}
 		return tx.Rollback(ctx)
 	}
+}
+
+// record puts the rows of a committing write in the ledger: committed
+// (counted in kind) when it returned no error, unknown otherwise, since a
+// lost connection can hide a commit.
+func (w *sqlWriter) record(err error, ids []uuid.UUID, keys []string, kind *int) error {
+	if err != nil {
+		w.led.addRows(Unknown, keys, ids)
+		w.stats.inc(&w.stats.unknown)
+		return err
+	}
+	w.led.addRows(Committed, keys, ids)
+	w.stats.inc(kind)
 	return nil
 }
 

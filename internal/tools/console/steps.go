@@ -43,14 +43,10 @@ func sendOrder(holdCommit, holdEffect bool) stepFunc {
 		if holdCommit {
 			return append(ev, "the console holds the API's COMMIT at a gate (an advisory lock its demo trigger waits for)"), nil
 		}
-		a, err := r.answer(ctx)
+		a, err := r.created(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if a.status != 201 {
-			return nil, fmt.Errorf("API answered %d %s", a.status, a.body)
-		}
-		r.eventID = eventIDOf(a.body)
 		return append(ev, fmt.Sprintf("API answered %d %s", a.status, a.body)), nil
 	}
 }
@@ -102,14 +98,10 @@ func commitOrder(ctx context.Context, r *run) ([]string, error) {
 	if err := r.d.release(ctx, gateCommit); err != nil {
 		return nil, err
 	}
-	a, err := r.answer(ctx)
+	a, err := r.created(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if a.status != 201 {
-		return nil, fmt.Errorf("API answered %d %s", a.status, a.body)
-	}
-	r.eventID = eventIDOf(a.body)
 	o, ob, err := r.visibleRows(ctx)
 	if err != nil {
 		return nil, err
@@ -629,3 +621,17 @@ func parseLSN(s string) (uint64, error) {
 }
 
 func formatLSN(v uint64) string { return fmt.Sprintf("%X/%X", v>>32, uint32(v)) }
+
+// created waits for the API's answer to the order, which must be 201
+// Created, and keeps the event id it names.
+func (r *run) created(ctx context.Context) (apiAnswer, error) {
+	a, err := r.answer(ctx)
+	if err != nil {
+		return a, err
+	}
+	if a.status != 201 {
+		return a, fmt.Errorf("API answered %d %s", a.status, a.body)
+	}
+	r.eventID = eventIDOf(a.body)
+	return a, nil
+}
