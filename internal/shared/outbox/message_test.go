@@ -277,8 +277,9 @@ func TestAppendUUIDIsUUIDString(t *testing.T) {
 
 // TestRecordReuse: a Record built again after Reuse gives the same record
 // as a fresh one, for events in turn that each need more or less room,
-// without allocating once its buffer fits; a buffer above maxReusedBuffer
-// is let go.
+// without allocating once its buffer fits (under the race detector, whose
+// sync.Pool drops scratch at random, most builds); a buffer above
+// maxReusedBuffer is let go.
 func TestRecordReuse(t *testing.T) {
 	id := uuid.MustParse("0c5b6f43-6a8a-4a33-9f5e-0d5f8a6c7e21")
 	events := []Event{
@@ -303,14 +304,19 @@ func TestRecordReuse(t *testing.T) {
 			}
 		}
 	}
-	allocs := testing.AllocsPerRun(100, func() {
+	rebuild := func() {
 		r.Reuse()
 		if err := bld.Build(&r, &events[0]); err != nil {
 			t.Fatal(err)
 		}
-	})
-	if allocs != 0 {
-		t.Errorf("building into a reused record: %v allocations, want 0", allocs)
+	}
+	if !raceDetector {
+		if allocs := testing.AllocsPerRun(100, rebuild); allocs != 0 {
+			t.Errorf("building into a reused record: %v allocations, want 0", allocs)
+		}
+	} else if free := allocFreeRuns(100, rebuild); free < 25 {
+		// About 3 in 4 builds find encoding/json's scanner pooled.
+		t.Errorf("building into a reused record: %d of 100 builds without allocations, want most", free)
 	}
 	big := Event{ID: id, AggregateType: "orders", AggregateID: "o-4", EventType: "e", Payload: []byte(`"` + strings.Repeat("b", 2*maxReusedBuffer) + `"`)}
 	if err := bld.Build(&r, &big); err != nil {
@@ -320,6 +326,17 @@ func TestRecordReuse(t *testing.T) {
 	if r.buf != nil {
 		t.Errorf("Reuse kept a buffer of %d bytes, the most is %d", cap(r.buf), maxReusedBuffer)
 	}
+}
+
+// allocFreeRuns is how many of n runs of f allocate nothing.
+func allocFreeRuns(n int, f func()) int {
+	free := 0
+	for range n {
+		if testing.AllocsPerRun(1, f) == 0 {
+			free++
+		}
+	}
+	return free
 }
 
 // recordText is msg's topic, key, value and headers as text.
