@@ -17,26 +17,28 @@ import (
 // BenchmarkTracedEvent is the relay's per-event tracing work, record build
 // included as the yardstick: traceSend at publish and ackObserved at the
 // ack, tracing off, sampling everything (batched to an exporter that drops
-// the spans) and sampling 1%; rows without a traceparent (the relay's spans
-// are roots) and rows with a sampled one (a writer's trace, linked).
+// the spans), 1% and nothing (the per-row root decision alone); rows
+// without a traceparent (each event its own root decision; the relay's
+// spans are roots) and rows with a sampled one (a writer's trace, linked).
 func BenchmarkTracedEvent(b *testing.B) {
 	for _, tc := range []struct {
-		name    string
-		sampler sdktrace.Sampler // nil: tracing off
-		writer  bool             // rows carry a sampled traceparent
+		name     string
+		sampling *tracing.Sampling // nil: tracing off
+		writer   bool              // rows carry a sampled traceparent
 	}{
 		{"off", nil, false},
-		{"on-100%", sdktrace.ParentBased(sdktrace.AlwaysSample()), false},
-		{"on-1%", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)), false},
+		{"on-100%", &tracing.Sampling{Name: tracing.SamplerParentBasedAlwaysOn}, false},
+		{"on-1%", &tracing.Sampling{Name: tracing.SamplerParentBasedTraceIDRatio, Ratio: 0.01}, false},
+		{"on-0%", &tracing.Sampling{Name: tracing.SamplerParentBasedTraceIDRatio, Ratio: 0}, false},
 		{"writer-off", nil, true},
-		{"writer-on-100%", sdktrace.ParentBased(sdktrace.AlwaysSample()), true},
+		{"writer-on-100%", &tracing.Sampling{Name: tracing.SamplerParentBasedAlwaysOn}, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			if tc.sampler != nil {
-				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tc.sampler),
+			if tc.sampling != nil {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tc.sampling.Sampler()), sdktrace.WithIDGenerator(tracing.IDGenerator()),
 					sdktrace.WithBatcher(tracetest.NewNoopExporter(), sdktrace.WithMaxQueueSize(1<<16)))
 				defer func() { _ = tp.Shutdown(context.Background()) }()
-				defer tracing.Use(tp)()
+				defer tracing.UseSampled(tp, *tc.sampling)()
 			}
 			build := outbox.NewBuilder("")
 			e := &outbox.Event{ID: uuid.New(), AggregateType: "orders", AggregateID: "o-123456", EventType: "order.created",
@@ -58,6 +60,7 @@ func BenchmarkTracedEvent(b *testing.B) {
 				window = window[:0]
 			}
 			for b.Loop() {
+				e.ID = uuid.New() // each event its own root decision
 				p := &pending{id: e.ID, commit: e.CommitTime}
 				if err := build.Build(&p.rec, e); err != nil {
 					b.Fatal(err)

@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -248,6 +249,51 @@ func TestNoSendSpanForAnUnsampledWritersRow(t *testing.T) {
 	ackWith(newHist(), p, 0, 1)
 	if n := len(rec.Started()); n != 0 {
 		t.Errorf("%d spans started", n)
+	}
+}
+
+// TestUnsampledRowsWithoutTraceparentGetNone: at a sampling ratio, a row
+// without a traceparent whose event the sampler leaves out (SampleRoot) gets
+// no send span and no traceparent: the worker, with the same sampler,
+// leaves it out from its event id alone. The rows it samples share one
+// send span while in flight, in the first one's own trace, and carry it.
+func TestUnsampledRowsWithoutTraceparentGetNone(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	sampling := tracing.Sampling{Name: tracing.SamplerParentBasedTraceIDRatio, Ratio: 0.5}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampling.Sampler()), sdktrace.WithIDGenerator(tracing.IDGenerator()), sdktrace.WithSpanProcessor(rec))
+	defer tracing.UseSampled(tp, sampling)()
+	defer tracing.SetIdleGrace(0)()
+	s := &stream{}
+	var first *pending
+	var sampled []*pending
+	for range 200 {
+		p := tracedPending(t, s, "", time.Now())
+		tp := recordHeader(p, tracing.Traceparent)
+		if want := tracing.SampleRoot(p.id); (tp != "") != want || (p.rec.Trace != nil) != want {
+			t.Fatalf("event %s: traceparent %q, send span %v; sampled %v", p.id, tp, p.rec.Trace != nil, want)
+		}
+		if tp == "" {
+			if len(p.msg.Headers) != 3 {
+				t.Fatalf("an unsampled record's headers %v, want the contract's three", p.msg.Headers)
+			}
+			continue
+		}
+		if first == nil {
+			first = p
+		}
+		if sc, _ := tracing.ParseTraceparent(tp); sc.TraceID() != tracing.RootTraceID(first.id) || !sc.IsSampled() {
+			t.Fatalf("a sampled record's traceparent %s, want the trace of the first sampled event %s", tp, tracing.RootTraceID(first.id))
+		}
+		sampled = append(sampled, p)
+	}
+	if len(sampled) < 60 || len(sampled) > 140 {
+		t.Fatalf("%d of 200 rows sampled at 0.5", len(sampled))
+	}
+	for _, p := range sampled {
+		ackWith(newHist(), p, 0, 1)
+	}
+	if ended := rec.Ended(); len(ended) != 1 || attrsOf(ended[0].Attributes())["messaging.batch.message_count"] != strconv.Itoa(len(sampled)) {
+		t.Fatalf("%d send spans ended, want one of the %d sampled records", len(ended), len(sampled))
 	}
 }
 

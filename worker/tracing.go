@@ -51,6 +51,7 @@ func (p *partitionWorker) traceRun(msgs []*sarama.ConsumerMessage) *eventSpans {
 func (p *partitionWorker) startSpan(m *sarama.ConsumerMessage) trace.Span {
 	ctx := tracing.FromRecord(context.Background(), m.Headers)
 	id, _ := outbox.EventIDHeader(m.Headers)
+	ctx = tracing.WithEventRoot(ctx, id) // no traceparent: the trace the relay decided on
 	_, span := tracing.Tracer().Start(ctx, "process "+m.Topic,
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(tracing.Messaging(tracing.OpProcess, m.Topic, id,

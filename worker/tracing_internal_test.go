@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -104,4 +105,38 @@ func TestNoProcessSpansWhenTracingIsOff(t *testing.T) {
 	}
 	spans.settle(0, "applied", 1) // a nil *eventSpans does nothing
 	spans.end()
+}
+
+// TestARecordWithoutTraceparentIsInItsEventsTrace: a record the relay left
+// unsampled carries no traceparent; its process span is the root of its
+// event's own trace (tracing.RootTraceID of its event_id), which the
+// worker's sampler decides on as the relay's did (tracing.SampleRoot).
+func TestARecordWithoutTraceparentIsInItsEventsTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	sampling := tracing.Sampling{Name: tracing.SamplerParentBasedTraceIDRatio, Ratio: 0.5}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampling.Sampler()), sdktrace.WithIDGenerator(tracing.IDGenerator()), sdktrace.WithSpanProcessor(rec))
+	defer tracing.UseSampled(tp, sampling)()
+	p := &partitionWorker{r: &Runner{cfg: Config{Group: "g", Consumer: "c"}}}
+	msgs := make([]*sarama.ConsumerMessage, 100)
+	ids := make([]uuid.UUID, len(msgs))
+	for i := range msgs {
+		ids[i] = uuid.New()
+		msgs[i] = &sarama.ConsumerMessage{Topic: "orders", Offset: int64(i), Key: []byte("o-1"),
+			Headers: []*sarama.RecordHeader{{Key: []byte("event_id"), Value: []byte(ids[i].String())}}}
+	}
+	spans := p.traceRun(msgs)
+	sampled := 0
+	for i, id := range ids {
+		sc := spans.spanContext(i)
+		if sc.TraceID() != tracing.RootTraceID(id) || sc.IsSampled() != tracing.SampleRoot(id) {
+			t.Fatalf("record %d: trace %s sampled %v, want %s sampled %v", i, sc.TraceID(), sc.IsSampled(), tracing.RootTraceID(id), tracing.SampleRoot(id))
+		}
+		if sc.IsSampled() {
+			sampled++
+		}
+	}
+	spans.end()
+	if sampled == 0 || sampled == len(ids) || len(rec.Ended()) != sampled {
+		t.Fatalf("%d of %d sampled, %d spans exported", sampled, len(ids), len(rec.Ended()))
+	}
 }

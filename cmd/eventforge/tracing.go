@@ -19,6 +19,9 @@ func startTracing(ctx context.Context, service string, log *slog.Logger) (func()
 	}
 	if c.On() {
 		log.Info("tracing on: spans go to the OTLP endpoint", "endpoint", c.Endpoint, "protocol", c.Protocol, "service", service)
+		if c.SamplingErr != nil {
+			log.Warn("tracing: sampler setting ignored", "error", c.SamplingErr)
+		}
 	}
 	return func() {
 		if err := shutdown(context.WithoutCancel(ctx)); err != nil {

@@ -15,12 +15,13 @@ import (
 // traceReplay starts the producer span of a replay of l when tracing is on:
 // a child of the span the dead letter's traceparent names (the worker's
 // process span that gave up), so the replayed event stays in its trace. msg
-// is the record to send: its traceparent becomes the span's.
+// is the record to send: its traceparent becomes the span's. A dead letter
+// without one starts its event's own trace (tracing.WithEventRoot).
 func traceReplay(l Letter, msg *sarama.ProducerMessage) trace.Span {
 	if !tracing.Enabled() {
 		return nil
 	}
-	ctx := tracing.FromHeaders(context.Background(), l.Headers)
+	ctx := tracing.WithEventRoot(tracing.FromHeaders(context.Background(), l.Headers), l.EventID)
 	_, span := tracing.Tracer().Start(ctx, "send "+msg.Topic,
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(tracing.Messaging(tracing.OpSend, msg.Topic, l.EventID,

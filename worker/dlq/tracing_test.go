@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+	"github.com/google/uuid"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -40,6 +41,26 @@ func TestReplayContinuesTheLettersTrace(t *testing.T) {
 				t.Fatalf("status %v for error %v", s.Status(), tc.err)
 			}
 		})
+	}
+}
+
+// TestReplayOfALetterWithoutTraceparent: a dead letter that carries no
+// traceparent (its event was not sampled) is replayed in its event's own
+// trace, sampled as the relay and the worker decided on it.
+func TestReplayOfALetterWithoutTraceparent(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	sampling := tracing.Sampling{Name: tracing.SamplerParentBasedTraceIDRatio, Ratio: 0.5}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampling.Sampler()), sdktrace.WithIDGenerator(tracing.IDGenerator()), sdktrace.WithSpanProcessor(rec))
+	defer tracing.UseSampled(tp, sampling)()
+	for range 20 {
+		id := uuid.New()
+		l := Letter{Topic: "orders.dlq", EventID: id.String()}
+		span := traceReplay(l, l.Republish())
+		sc := span.SpanContext()
+		endReplay(span, 0, 1, nil)
+		if sc.TraceID() != tracing.RootTraceID(id) || sc.IsSampled() != tracing.SampleRoot(id) {
+			t.Fatalf("replay of %s: trace %s sampled %v, want %s sampled %v", id, sc.TraceID(), sc.IsSampled(), tracing.RootTraceID(id), tracing.SampleRoot(id))
+		}
 	}
 }
 

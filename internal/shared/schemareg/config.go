@@ -13,10 +13,11 @@ package schemareg
 import (
 	"errors"
 	"fmt"
-	"github.com/eventforge/eventforge/internal/shared/outbox"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/shared/outbox"
 )
 
 // Value formats.

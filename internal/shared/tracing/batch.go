@@ -73,9 +73,11 @@ var producerKind = trace.WithSpanKind(trace.SpanKindProducer)
 //
 // The trace is the writer's when the outbox row carried a sampled
 // traceparent: the span is then a child of the first record's writer span
-// and links to the writer spans of the others. Rows without one share root
-// spans. Records join a batch in one goroutine (a Batcher's); settling them
-// is safe from any goroutine.
+// and links to the writer spans of the others. Rows without one that the
+// sampler samples (SampleRoot) share root spans, in the trace of the first
+// one's event (RootTraceID); the others get no span and no traceparent.
+// Records join a batch in one goroutine (a Batcher's); settling them is
+// safe from any goroutine.
 type Batch struct {
 	span      trace.Span
 	sc        trace.SpanContext
@@ -144,9 +146,10 @@ const maxOpenBatches = 64
 // Join adds the record of event id to topic, committed at commit, to the
 // open batch of its writer's trace (writer, invalid when the row had no
 // traceparent) or to a new one, and returns it; nil when the record gets no
-// relay span, its writer's trace not being sampled.
+// relay span: its writer's trace is not sampled, or, without a writer, the
+// sampler does not sample the event's own trace (SampleRoot).
 func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, commit time.Time) *Batch {
-	if writer.IsValid() && !writer.IsSampled() {
+	if writer.IsValid() && !writer.IsSampled() || !writer.IsValid() && !SampleRoot(id) {
 		return nil
 	}
 	k := batchKey{topic, writer.TraceID()}
@@ -162,7 +165,7 @@ func (b *Batcher) Join(writer trace.SpanContext, id uuid.UUID, topic string, com
 			cur.link(writer, id)
 		}
 	} else {
-		cur = startBatch(writer, topic, commit)
+		cur = startBatch(writer, id, topic, commit)
 		cur.join(commit)
 		b.open[k] = cur
 	}
@@ -182,11 +185,14 @@ func (bt *Batch) link(writer trace.SpanContext, id uuid.UUID) {
 }
 
 // startSend starts a send span to topic, a child of writer when it is
-// valid (else a root), at the commit when there is one.
-func startSend(writer trace.SpanContext, topic string, commit time.Time) trace.Span {
+// valid (else the root of event id's own trace, RootTraceID), at the commit
+// when there is one.
+func startSend(writer trace.SpanContext, id uuid.UUID, topic string, commit time.Time) trace.Span {
 	ctx := context.Background()
 	if writer.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, writer)
+	} else {
+		ctx = WithRootTrace(ctx, id)
 	}
 	start := time.Now()
 	if !commit.IsZero() && commit.Before(start) {
@@ -196,8 +202,8 @@ func startSend(writer trace.SpanContext, topic string, commit time.Time) trace.S
 	return span
 }
 
-func startBatch(writer trace.SpanContext, topic string, commit time.Time) *Batch {
-	span := startSend(writer, topic, commit)
+func startBatch(writer trace.SpanContext, id uuid.UUID, topic string, commit time.Time) *Batch {
+	span := startSend(writer, id, topic, commit)
 	sc := span.SpanContext()
 	bt := &Batch{span: span, sc: sc, parent: writer.SpanID(), recording: span.IsRecording(),
 		header: appendTraceparent(make([]byte, 0, traceparentLen), sc), partSeen: -1, limit: MaxBatch, first: commit}
@@ -381,7 +387,7 @@ func Rejected(bt *Batch, writer trace.SpanContext, id uuid.UUID, topic, reason s
 	if !Enabled() {
 		return
 	}
-	span := startSend(writer, topic, commit)
+	span := startSend(writer, id, topic, commit)
 	if !span.IsRecording() {
 		return
 	}

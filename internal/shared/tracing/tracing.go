@@ -83,6 +83,12 @@ type Config struct {
 	Protocol    string // ProtocolHTTP (default) or ProtocolGRPC
 	ServiceName string // the default service.name; OTEL_SERVICE_NAME overrides it
 	Disabled    bool   // OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none
+
+	// Sampling is OTEL_TRACES_SAMPLER(_ARG)'s (SamplingFromEnv); zero:
+	// parent-based always-on. SamplingErr is what was wrong with them: not
+	// fatal, as the specification asks, but worth a warning.
+	Sampling    Sampling
+	SamplingErr error
 }
 
 // FromEnv reads the configuration of a command whose default service name is
@@ -101,6 +107,7 @@ func FromEnv(service string, getenv func(string) string) Config {
 	} else if p := strings.TrimSpace(getenv(EnvProtocol)); p != "" {
 		c.Protocol = p
 	}
+	c.Sampling, c.SamplingErr = SamplingFromEnv(getenv)
 	c.Disabled = strings.EqualFold(strings.TrimSpace(getenv(EnvSDKDisabled)), "true") ||
 		strings.EqualFold(strings.TrimSpace(getenv(EnvTracesExporter)), "none")
 	return c
@@ -146,14 +153,11 @@ func Setup(ctx context.Context, c Config) (Shutdown, error) {
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), parent-based
-	// always-on by default.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newProcessor(exp)), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newProcessor(exp)), sdktrace.WithResource(res),
+		sdktrace.WithSampler(c.Sampling.Sampler()), sdktrace.WithIDGenerator(IDGenerator()))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(Propagator())
-	t := tp.Tracer(ScopeName)
-	tracer.Store(&t)
-	enabled.Store(true)
+	UseSampled(tp, c.Sampling)
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
 		defer cancel()
@@ -177,13 +181,27 @@ func Propagator() propagation.TextMapPropagator { return propagation.TraceContex
 // Use makes tp EventForge's tracer provider and turns tracing on, without
 // touching the OpenTelemetry globals: for tests (with an in-memory
 // recorder) and for programs that embed EventForge's packages with a
-// provider of their own. The function returned turns tracing off again.
-func Use(tp trace.TracerProvider) (off func()) {
+// provider of their own. Its sampler being unknown here, every record
+// without a traceparent is offered to tp's sampler (SampleRoot is true).
+// The function returned turns tracing off again.
+func Use(tp trace.TracerProvider) (off func()) { return use(tp, nil) }
+
+// UseSampled is Use for a provider built with s.Sampler() and IDGenerator,
+// as Setup's is: the relay's root decisions (SampleRoot) are then s's, and
+// a record it does not sample carries no traceparent.
+func UseSampled(tp trace.TracerProvider, s Sampling) (off func()) {
+	r := s.rootRule()
+	return use(tp, &r)
+}
+
+func use(tp trace.TracerProvider, roots *rootRule) (off func()) {
+	rootRules.Store(roots)
 	t := tp.Tracer(ScopeName)
 	tracer.Store(&t)
 	enabled.Store(true)
 	return func() {
 		enabled.Store(false)
 		tracer.Store(nil)
+		rootRules.Store(nil)
 	}
 }

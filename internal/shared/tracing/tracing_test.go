@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/IBM/sarama"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/propagation"
@@ -35,6 +36,7 @@ func TestFromEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := FromEnv("svc", func(k string) string { return tc.env[k] })
+			got.Sampling, got.SamplingErr = Sampling{}, nil // TestSamplingFromEnv
 			if got != tc.want || got.On() != tc.on {
 				t.Errorf("FromEnv = %+v (on %v), want %+v (on %v)", got, got.On(), tc.want, tc.on)
 			}
@@ -84,6 +86,37 @@ func TestSetupWithEndpointTurnsTracingOn(t *testing.T) {
 	_ = shutdown(ctx)
 	if Enabled() {
 		t.Fatal("tracing still on after Shutdown")
+	}
+}
+
+// TestSetupSamplesAsItsEnvironmentSays: Setup's provider takes the
+// sampler of OTEL_TRACES_SAMPLER(_ARG) and the event-derived root traces,
+// and the relay's root decisions (SampleRoot) are that sampler's.
+func TestSetupSamplesAsItsEnvironmentSays(t *testing.T) {
+	env := map[string]string{EnvEndpoint: "http://127.0.0.1:1", EnvSampler: SamplerParentBasedTraceIDRatio, EnvSamplerArg: "0.5"}
+	shutdown, err := Setup(t.Context(), FromEnv("svc", func(k string) string { return env[k] }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // nothing listens: do not wait for the export
+		_ = shutdown(ctx)
+	}()
+	sampled := 0
+	for range 200 {
+		id := uuid.New()
+		_, span := Tracer().Start(WithRootTrace(t.Context(), id), "x")
+		sc := span.SpanContext()
+		if sc.TraceID() != RootTraceID(id) || sc.IsSampled() != SampleRoot(id) {
+			t.Fatalf("event %s: trace %s sampled %v; want %s sampled %v", id, sc.TraceID(), sc.IsSampled(), RootTraceID(id), SampleRoot(id))
+		}
+		if sc.IsSampled() {
+			sampled++
+		}
+	}
+	if sampled < 60 || sampled > 140 {
+		t.Fatalf("%d of 200 sampled at 0.5", sampled)
 	}
 }
 
