@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
@@ -126,7 +127,7 @@ func TestBinaryConfigErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"api", "run"}, tt.args...)...)
-			cmd.Env = withoutEventforgeEnv(os.Environ())
+			cmd.Env = childproc.Env()
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
@@ -146,16 +147,6 @@ func TestBinaryConfigErrors(t *testing.T) {
 	}
 }
 
-func withoutEventforgeEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // TestBinaryBearerTokenFromFile runs `eventforge api run` with the token in
 // a file named by EVENTFORGE_API_TOKEN_FILE: /orders needs it, /healthz does
 // not, and neither the log nor --help ever shows it.
@@ -170,7 +161,7 @@ func TestBinaryBearerTokenFromFile(t *testing.T) {
 	}
 	httpAddr := testenv.FreeAddr(t)
 	cmd := exec.Command(bin, "api", "run", "--log-level", "debug")
-	cmd.Env = append(withoutEventforgeEnv(os.Environ()), "EVENTFORGE_PG_URL="+dbURL,
+	cmd.Env = append(childproc.Env(), "EVENTFORGE_PG_URL="+dbURL,
 		"EVENTFORGE_HTTP_ADDR="+httpAddr, "EVENTFORGE_API_TOKEN_FILE="+tokenFile)
 	exited, stderr := startAPI(t, cmd)
 	waitReady(t, "http://"+httpAddr+"/readyz", exited)
@@ -207,7 +198,7 @@ func TestBinaryBearerTokenFromFile(t *testing.T) {
 	}
 
 	help := exec.Command(bin, "api", "run", "--help")
-	help.Env = append(withoutEventforgeEnv(os.Environ()), "EVENTFORGE_API_TOKEN="+token)
+	help.Env = append(childproc.Env(), "EVENTFORGE_API_TOKEN="+token)
 	out, err := help.CombinedOutput()
 	if err != nil {
 		t.Fatalf("--help: %v\n%s", err, out)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
@@ -24,18 +24,6 @@ type proc struct {
 	stderr *testenv.Buffer
 	done   chan struct{}
 	err    error
-}
-
-// cleanEnv is the environment without EVENTFORGE_ variables, so only the
-// flags a test passes configure the subprocess.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 func relayArgs(cfg Config) []string {
@@ -62,7 +50,7 @@ func startProc(t testing.TB, args ...string) *proc {
 func startProcEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.Command(testenv.Binary(t), args...), stderr: &testenv.Buffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(cleanEnv(), env...)
+	p.cmd.Env = append(childproc.Env(), env...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -231,7 +219,7 @@ func TestConfigurationErrorExitsNonZero(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tt.args...)
-			cmd.Env = cleanEnv()
+			cmd.Env = childproc.Env()
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

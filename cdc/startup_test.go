@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
@@ -132,7 +133,7 @@ func TestWalLevelNotLogicalIsFatal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, relayArgs(cfg)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = childproc.Env()
 	var stderr testenv.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()

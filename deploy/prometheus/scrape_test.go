@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/eventforge/eventforge/internal/shared/kafka"
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
@@ -139,11 +140,7 @@ func startProc(t *testing.T, what string, args ...string) {
 // with no EVENTFORGE_ variables, and shows its output when the test failed.
 func startCmd(t *testing.T, what string, cmd *exec.Cmd) {
 	t.Helper()
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = append(cmd.Env, childproc.Env()...)
 	testenv.StartProcess(t, what, cmd, os.Interrupt, 15*time.Second)
 }
 

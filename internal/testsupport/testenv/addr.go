@@ -1,18 +1,18 @@
 package testenv
 
 import (
-	"net"
 	"testing"
+
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 )
 
 // FreeAddr returns a loopback host:port that nothing listened on a moment
 // ago, for a subprocess's metrics or HTTP address.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat; it
@@ -37,7 +38,7 @@ type proc struct {
 // output in logDir/<name>.log and no EVENTFORGE_ variables in its
 // environment, so only the flags given configure it.
 func startProc(bin, name, logDir string, args ...string) (*proc, error) {
-	addr, err := freeAddr()
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func startProc(bin, name, logDir string, args ...string) (*proc, error) {
 	}
 	defer f.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, append(args, "--metrics-addr", addr)...)
-	cmd.Env = cleanEnv()
+	cmd.Env = childproc.Env()
 	cmd.Stdout, cmd.Stderr = f, f
 	p := &proc{name: name, cmd: cmd, addr: addr, logPath: logPath, done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
@@ -60,25 +61,6 @@ func startProc(bin, name, logDir string, args ...string) (*proc, error) {
 		p.err = cmd.Wait()
 	}()
 	return p, nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // exitedErr is non-nil once the process has exited: its status and log tail.
@@ -299,7 +281,7 @@ func (f pprofFlag) args() ([]string, string, error) {
 	if !f.takesArg {
 		return []string{f.name}, "", nil
 	}
-	addr, err := freeAddr()
+	addr, err := childproc.FreeAddr()
 	if err != nil {
 		return nil, "", err
 	}

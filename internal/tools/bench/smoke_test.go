@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 	"github.com/eventforge/eventforge/internal/tools/bench"
 )
@@ -121,13 +122,7 @@ func runBench(t *testing.T, bin string, env *testenv.Env, args ...string) (bench
 	out := filepath.Join(t.TempDir(), "results.json")
 	cmd := exec.Command(bin, append([]string{"bench", "--pg-url", env.PGURL, "--kafka-brokers", strings.Join(env.Brokers, ","),
 		"--json-out", out}, args...)...)
-	var env2 []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			env2 = append(env2, kv)
-		}
-	}
-	cmd.Env = env2
+	cmd.Env = childproc.Env()
 	output, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("eventforge bench: %v\n%s", err, output)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 )
 
 // member is one eventforge subprocess that is restarted whenever it exits,
@@ -67,7 +69,7 @@ func (m *member) start() (*exec.Cmd, error) {
 		return nil, err
 	}
 	cmd := exec.Command(m.bin, m.args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = childproc.Env()
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -106,20 +108,8 @@ func (m *member) stop(cancel context.CancelFunc) {
 	}
 }
 
-// cleanEnv drops EVENTFORGE_ variables (flags configure every member) and
-// with them any failpoints.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if len(kv) < 11 || kv[:11] != "EVENTFORGE_" {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 func execOut(ctx context.Context, bin string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = childproc.Env()
 	return cmd.CombinedOutput()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/eventforge/eventforge/internal/shared/kafka"
 	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 )
 
 // Report is the JSON report of a run.
@@ -172,7 +172,7 @@ func (r *run) prepare(ctx context.Context, dbName string) error {
 	if err := os.WriteFile(r.handlers, []byte(handlersYAML), 0o644); err != nil {
 		return err
 	}
-	r.apiAddr, err = freeAddr()
+	r.apiAddr, err = childproc.FreeAddr()
 	return err
 }
 
@@ -490,13 +490,4 @@ func writeReport(path string, rep *Report) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/eventforge/eventforge/internal/shared/kafka"
 	"github.com/eventforge/eventforge/internal/shared/outbox"
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 )
 
 // Advisory lock keys of the demo's two gates. The console holds a gate with
@@ -139,7 +139,7 @@ func (d *demo) setup(ctx context.Context) error {
 func (d *demo) makeProcs() error {
 	addrs := make([]string, 5)
 	for i := range addrs {
-		a, err := freeAddr()
+		a, err := childproc.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -359,13 +359,4 @@ func deleteTopics(brokers []string, topics ...string) {
 	for _, t := range topics {
 		_ = admin.DeleteTopic(t)
 	}
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 )
 
 // proc is one eventforge subprocess of the demo: the same binary as the
@@ -86,12 +88,7 @@ func (p *proc) start(failpoints string) error {
 // configure each process), plus the failpoints when given and the process's
 // own variables (its secrets).
 func childEnv(failpoints string, own ...string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "EVENTFORGE_") {
-			out = append(out, kv)
-		}
-	}
+	out := childproc.Env()
 	if failpoints != "" {
 		out = append(out, "EVENTFORGE_FAILPOINTS="+failpoints)
 	}
