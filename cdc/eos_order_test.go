@@ -17,6 +17,14 @@ import (
 // each partition (named by number) of topic, in offset order.
 func committedByPartition(t testing.TB, brokers []string, topic string) map[string][]uuid.UUID {
 	t.Helper()
+	return eventsByPartition(t, brokers, topic, kafka.ReadCommitted)
+}
+
+// eventsByPartition is committedByPartition read with readPartition
+// (kafka.ReadCommitted, or kafka.ReadStable for what is committed now).
+func eventsByPartition(t testing.TB, brokers []string, topic string,
+	readPartition func(context.Context, sarama.Client, string, int32, func(int64, *sarama.Record) error) error) map[string][]uuid.UUID {
+	t.Helper()
 	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +36,7 @@ func committedByPartition(t testing.TB, brokers []string, topic string) map[stri
 		return out // not created yet
 	}
 	for _, p := range parts {
-		err := kafka.ReadCommitted(context.Background(), cl, topic, p, func(_ int64, r *sarama.Record) error {
+		err := readPartition(context.Background(), cl, topic, p, func(_ int64, r *sarama.Record) error {
 			for _, h := range r.Headers {
 				if string(h.Key) == "event_id" {
 					out[fmt.Sprint(p)] = append(out[fmt.Sprint(p)], uuid.MustParse(string(h.Value)))

@@ -14,8 +14,23 @@ import (
 // earlier one of the slot, so every transaction of the slot below that
 // watermark is decided. The zero Position: none recorded.
 func Read(ctx context.Context, client sarama.Client, topic, slot string) (Position, error) {
+	return read(ctx, kafka.ReadCommitted, client, topic, slot)
+}
+
+// ReadNow is Read for a reader that fenced nothing: the position committed
+// now, up to the partition's last stable offset, without waiting for a
+// transaction a producer of the slot still has open (or left open when it
+// died, which stays open until the slot's next producer fences it).
+func ReadNow(ctx context.Context, client sarama.Client, topic, slot string) (Position, error) {
+	return read(ctx, kafka.ReadStable, client, topic, slot)
+}
+
+// partitionReader is kafka.ReadCommitted or kafka.ReadStable.
+type partitionReader func(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(offset int64, r *sarama.Record) error) error
+
+func read(ctx context.Context, readPartition partitionReader, client sarama.Client, topic, slot string) (Position, error) {
 	var pos Position
-	err := kafka.ReadCommitted(ctx, client, topic, 0, func(_ int64, r *sarama.Record) error {
+	err := readPartition(ctx, client, topic, 0, func(_ int64, r *sarama.Record) error {
 		if string(r.Key) != slot || r.Value == nil {
 			return nil
 		}

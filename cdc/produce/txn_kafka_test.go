@@ -129,6 +129,91 @@ func TestTransactionalEngineFencedBySecondProducer(t *testing.T) {
 	}
 }
 
+// TestReadStableLeavesAnOpenTransactionOut: with one producer's records
+// committed and another's transaction open (records in the log, about to
+// commit), kafka.ReadStable returns the committed records at once, while
+// kafka.ReadCommitted waits for the open transaction to be decided and
+// then sees it too.
+func TestReadStableLeavesAnOpenTransactionOut(t *testing.T) {
+	env := testenv.Shared(t)
+	topic := testenv.UniqueName("stable")
+	admin, err := sarama.NewClusterAdmin(env.Brokers, kafka.Config{Brokers: env.Brokers}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	testenv.DeleteTopicsAtCleanup(t, env.Brokers, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	done, err := newKafkaEngine(ctx, t, env.Brokers, testenv.UniqueName("eventforge-stable"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := done.run(ctx, records(topic, "c1", "c2")); err != nil {
+		t.Fatal(err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	open, err := newKafkaEngine(ctx, t, env.Brokers, testenv.UniqueName("eventforge-stable"), func() { close(reached); <-release })
+	if err != nil {
+		t.Fatal(err)
+	}
+	openDone := make(chan error, 1)
+	go func() { openDone <- open.run(ctx, records(topic, "o1")) }()
+	<-reached
+
+	committed := []string{"c1", "c2", "position"}
+	if got := readPartition(ctx, t, env.Brokers, topic, kafka.ReadStable); !slices.Equal(got, committed) {
+		t.Fatalf("ReadStable with a transaction open = %v, want %v", got, committed)
+	}
+	short, stop := context.WithTimeout(ctx, 2*time.Second)
+	defer stop()
+	if err := readErr(short, env.Brokers, topic, kafka.ReadCommitted); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ReadCommitted with a transaction open = %v, want it waiting until its deadline", err)
+	}
+	close(release)
+	if err := <-openDone; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readPartition(ctx, t, env.Brokers, topic, kafka.ReadCommitted), []string{"c1", "c2", "o1", "position", "position"}; !slices.Equal(got, want) {
+		t.Fatalf("ReadCommitted after the commit = %v, want %v", got, want)
+	}
+}
+
+// partitionRead is kafka.ReadCommitted or kafka.ReadStable.
+type partitionRead func(context.Context, sarama.Client, string, int32, func(int64, *sarama.Record) error) error
+
+// readPartition is the sorted values read from topic's partition 0.
+func readPartition(ctx context.Context, t *testing.T, brokers []string, topic string, read partitionRead) []string {
+	t.Helper()
+	var out []string
+	if err := readValues(ctx, brokers, topic, read, &out); err != nil {
+		t.Fatal(err)
+	}
+	return sorted(out)
+}
+
+// readErr is the error of reading topic's partition 0.
+func readErr(ctx context.Context, brokers []string, topic string, read partitionRead) error {
+	var out []string
+	return readValues(ctx, brokers, topic, read, &out)
+}
+
+func readValues(ctx context.Context, brokers []string, topic string, read partitionRead, out *[]string) error {
+	client, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	return read(ctx, client, topic, 0, func(_ int64, r *sarama.Record) error {
+		*out = append(*out, string(r.Value))
+		return nil
+	})
+}
+
 func sorted(s []string) []string {
 	s = slices.Clone(s)
 	sort.Strings(s)

@@ -21,11 +21,26 @@ const fetchBytes = 4 << 20
 // them: records of aborted transactions and control records left out. It
 // waits while a transaction below that watermark is still open.
 func ReadCommitted(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(offset int64, r *sarama.Record) error) error {
+	return readCommitted(ctx, client, topic, partition, true, visit)
+}
+
+// ReadStable is ReadCommitted up to the partition's last stable offset when
+// the read began, instead of its high watermark: what is committed now,
+// without waiting for a transaction still open (one a crashed producer left
+// is decided only when its transactional id is taken over or its timeout
+// passes). The records of a transaction whose commit the coordinator took
+// but whose markers are not yet written are left out too.
+func ReadStable(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(offset int64, r *sarama.Record) error) error {
+	return readCommitted(ctx, client, topic, partition, false, visit)
+}
+
+// readCommitted is ReadCommitted, or ReadStable when waitOpen is false.
+func readCommitted(ctx context.Context, client sarama.Client, topic string, partition int32, waitOpen bool, visit func(offset int64, r *sarama.Record) error) error {
 	offset, err := client.GetOffset(topic, partition, sarama.OffsetOldest)
 	if err != nil {
 		return fmt.Errorf("read %s/%d: %w", topic, partition, err)
 	}
-	target := int64(-1) // the high watermark when the read began
+	target := int64(-1) // the high watermark (or last stable offset) when the read began
 	for ctx.Err() == nil {
 		block, err := fetchBlock(client, topic, partition, offset)
 		if err != nil {
@@ -33,6 +48,9 @@ func ReadCommitted(ctx context.Context, client sarama.Client, topic string, part
 		}
 		if target < 0 {
 			target = block.HighWaterMarkOffset
+			if !waitOpen && block.LastStableOffset >= 0 {
+				target = block.LastStableOffset
+			}
 		}
 		if offset >= target {
 			return nil
