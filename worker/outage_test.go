@@ -78,13 +78,14 @@ func partitionKey(p int) string { return "t/" + string(rune('a'+p)) }
 func TestOutagesReleaseRevokedPartition(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	o := &outages{}
-	for _, p := range []**outage{&o.database, &o.schema, &o.dependency, &o.repeated, &o.kafka, &o.deadLetter} {
+	for _, p := range []**outage{&o.database, &o.schema, &o.dependency, &o.repeated, &o.kafka, &o.deadLetter, &o.registry} {
 		*p = newOutage("x", log, time.Now)
 	}
 	boom := errors.New("boom")
 	o.database.fail("t/0", "waits", boom)
 	o.schema.fail("t/0", "waits", boom)
 	o.deadLetter.fail("t/0", "waits", boom)
+	o.registry.fail("t/0", "waits", boom)
 	o.database.fail("t/1", "waits", boom)
 	o.release("t/0")
 	if err := o.err(); err == nil || !strings.Contains(err.Error(), "1 waiting") {

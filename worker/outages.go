@@ -13,6 +13,7 @@ type outages struct {
 	repeated   *outage // consecutive events fail the same way
 	kafka      *outage // consumer group errors
 	deadLetter *outage // dead letters not acked
+	registry   *outage // the schema registry does not answer (ValueDecoder)
 }
 
 // Causes of the outages: the cause label of the outage metrics.
@@ -23,6 +24,7 @@ const (
 	causeRepeated   = "repeated-failure"
 	causeKafka      = "kafka"
 	causeDeadLetter = "dead-letter"
+	causeRegistry   = "schema-registry"
 )
 
 func newOutages(cfg *Config, m *metrics) *outages {
@@ -33,6 +35,7 @@ func newOutages(cfg *Config, m *metrics) *outages {
 	}{
 		{&o.database, causeDatabase}, {&o.schema, causeSchema}, {&o.dependency, causeDependency},
 		{&o.repeated, causeRepeated}, {&o.kafka, causeKafka}, {&o.deadLetter, causeDeadLetter},
+		{&o.registry, causeRegistry},
 	} {
 		*x.p = newOutage(x.cause, cfg.Logger, time.Now)
 		(*x.p).waiting = m.waiting.WithLabelValues(x.cause)
@@ -68,12 +71,13 @@ func (o *outages) healthy(key string) {
 func (o *outages) release(key string) {
 	o.healthy(key)
 	o.deadLetter.ok(key)
+	o.registry.ok(key)
 }
 
 // err is why the Runner cannot apply events now, or nil.
 func (o *outages) err() error {
 	var errs []error
-	for _, x := range []*outage{o.database, o.schema, o.dependency, o.repeated, o.deadLetter} {
+	for _, x := range []*outage{o.database, o.schema, o.dependency, o.repeated, o.deadLetter, o.registry} {
 		err := x.err()
 		if err != nil && x == o.schema {
 			err = errors.Join(err, errRunMigrate)

@@ -71,7 +71,7 @@ func (p *partitionWorker) process(ctx context.Context, msgs []*sarama.ConsumerMe
 	evs := make([]Event, len(msgs))
 	bad := make([]error, len(msgs))
 	for i, m := range msgs {
-		if evs[i], bad[i] = p.r.decodeRecord(ctx, m); errors.Is(bad[i], errStopped) {
+		if evs[i], bad[i] = p.r.decodeRecord(ctx, p.key, m); errors.Is(bad[i], errStopped) {
 			return errStopped
 		}
 	}

@@ -26,7 +26,8 @@ import (
 // the JSON of Avro, Protobuf and JSON Schema values (PostgreSQL reads it
 // as jsonb); an undecodable value is poison, dead-lettered at once with
 // the reason and its original bytes (which a replay would send as they
-// are); a registry outage is waited out without dead letters.
+// are); a registry outage is waited out without dead letters, and the
+// worker is not ready while it lasts.
 func TestRunnerDecodesRegistryValues(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1)
@@ -122,7 +123,14 @@ func TestRunnerDecodesRegistryValues(t *testing.T) {
 	down.Store(true)
 	late := encodeLate(t, reg, f, &down)
 	produce(t, f.brokers, late)
-	time.Sleep(2 * time.Second)
+	var notReady error
+	waitFor(t, 30*time.Second, "not ready during the registry outage", func() bool {
+		notReady = r.Ready(context.Background())
+		return notReady != nil
+	})
+	if !strings.Contains(notReady.Error(), "schema-registry outage") {
+		t.Errorf("Ready during the registry outage = %v", notReady)
+	}
 	if n := len(deadLetters(t, f.brokers, f.topic)); n != 1 {
 		t.Fatalf("%d dead letters during the outage, want 1", n)
 	}
@@ -132,7 +140,7 @@ func TestRunnerDecodesRegistryValues(t *testing.T) {
 		defer mu.Unlock()
 		return got[late.ID] != ""
 	})
-	_ = r
+	waitFor(t, 10*time.Second, "ready once the registry answers", func() bool { return r.Ready(context.Background()) == nil })
 }
 
 // encodeLate encodes under a schema registered while the registry is down
