@@ -336,14 +336,7 @@ func checkRecord(t *testing.T, c hostileRow, id uuid.UUID, m *sarama.ConsumerMes
 // createTopic creates a topic for a relay that may not create it.
 func createTopic(t testing.TB, brokers []string, topic string, partitions int32) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateTopic(t, brokers, topic, partitions)
 	waitFor(t, 30*time.Second, "topic "+topic, func() bool { return topicExists(t, brokers, topic) })
 }
 

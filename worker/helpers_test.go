@@ -61,14 +61,7 @@ func fixtureOn(t *testing.T, env *testenv.Env, dbURL string, brokers []string) *
 
 func createTopic(t testing.TB, brokers []string, topic string, partitions int32) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
+	testenv.CreateTopic(t, brokers, topic, partitions)
 }
 
 // exec runs SQL on the fixture's database.

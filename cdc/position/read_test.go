@@ -17,14 +17,7 @@ func TestReadKeepsTheSlotsLatest(t *testing.T) {
 	env := testenv.Shared(t)
 	topic := testenv.UniqueName("position")
 	testenv.DeleteTopicsAtCleanup(t, env.Brokers, topic)
-	admin, err := sarama.NewClusterAdmin(env.Brokers, sarama.NewConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateTopic(t, env.Brokers, topic, 1)
 	sc := sarama.NewConfig()
 	sc.Producer.Partitioner = sarama.NewManualPartitioner
 	sc.Producer.Return.Successes = true

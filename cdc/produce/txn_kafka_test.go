@@ -80,16 +80,7 @@ func (k *kafkaEngine) run(ctx context.Context, recs []*Record) error {
 // read_committed reader sees B's records only.
 func TestTransactionalEngineFencedBySecondProducer(t *testing.T) {
 	env := testenv.Shared(t)
-	topic := testenv.UniqueName("fence")
-	admin, err := sarama.NewClusterAdmin(env.Brokers, kafka.Config{Brokers: env.Brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
-	testenv.DeleteTopicsAtCleanup(t, env.Brokers, topic)
+	topic := newTopic(t, env.Brokers, "fence", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	id := testenv.UniqueName("eventforge-fence")
@@ -136,16 +127,7 @@ func TestTransactionalEngineFencedBySecondProducer(t *testing.T) {
 // then sees it too.
 func TestReadStableLeavesAnOpenTransactionOut(t *testing.T) {
 	env := testenv.Shared(t)
-	topic := testenv.UniqueName("stable")
-	admin, err := sarama.NewClusterAdmin(env.Brokers, kafka.Config{Brokers: env.Brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
-	testenv.DeleteTopicsAtCleanup(t, env.Brokers, topic)
+	topic := newTopic(t, env.Brokers, "stable", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -212,6 +194,16 @@ func readValues(ctx context.Context, brokers []string, topic string, read partit
 		*out = append(*out, string(r.Value))
 		return nil
 	})
+}
+
+// newTopic creates a topic of partitions named after prefix, deleted when
+// the test ends.
+func newTopic(t *testing.T, brokers []string, prefix string, partitions int32) string {
+	t.Helper()
+	topic := testenv.UniqueName(prefix)
+	testenv.CreateTopic(t, brokers, topic, partitions)
+	testenv.DeleteTopicsAtCleanup(t, brokers, topic)
+	return topic
 }
 
 func sorted(s []string) []string {

@@ -82,14 +82,7 @@ func TestOutboxCommandsHonourTheMappingFile(t *testing.T) {
 // readyTopic creates topic and waits until each partition has a leader.
 func readyTopic(t *testing.T, brokers []string, topic string) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateTopic(t, brokers, topic, 3)
 	client, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
 	if err != nil {
 		t.Fatal(err)

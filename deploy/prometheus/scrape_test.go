@@ -14,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/shared/kafka"
 	"github.com/eventforge/eventforge/internal/testsupport/childproc"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
@@ -120,14 +118,7 @@ func prometheusBinary(t *testing.T) string {
 
 func createTopic(t *testing.T, brokers []string, topic string) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 3, ReplicationFactor: 1}, false); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
+	testenv.CreateTopic(t, brokers, topic, 3)
 }
 
 // startProc runs the eventforge binary with args until the test ends.

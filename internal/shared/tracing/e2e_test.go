@@ -15,10 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/eventforge/eventforge/internal/shared/kafka"
 	"github.com/eventforge/eventforge/internal/testsupport/testenv"
 )
 
@@ -303,14 +301,7 @@ func insertSQLOrder(t *testing.T, url, order, eventID, traceparent string) {
 
 func createTopic(t *testing.T, brokers []string, topic string) {
 	t.Helper()
-	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CreateTopic(t, brokers, topic, 1)
 }
 
 // span is a span as Jaeger's query API returns it.

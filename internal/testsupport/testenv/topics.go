@@ -39,6 +39,20 @@ func RecordCount(t testing.TB, brokers []string, topic string) int64 {
 	return n
 }
 
+// CreateTopic creates topic with partitions on brokers, one replica each,
+// and fails the test when it cannot.
+func CreateTopic(t testing.TB, brokers []string, topic string, partitions int32) {
+	t.Helper()
+	admin, err := sarama.NewClusterAdmin(brokers, kafka.Config{Brokers: brokers}.Base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
 // DeleteTopicsAtCleanup deletes the topics when the test ends; missing
 // ones are ignored.
 func DeleteTopicsAtCleanup(t testing.TB, brokers []string, topics ...string) {
