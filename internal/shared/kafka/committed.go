@@ -42,7 +42,7 @@ func readCommitted(ctx context.Context, client sarama.Client, topic string, part
 	}
 	target := int64(-1) // the high watermark (or last stable offset) when the read began
 	for ctx.Err() == nil {
-		block, err := fetchBlock(client, topic, partition, offset)
+		block, err := fetchFromLeader(ctx, client, topic, partition, offset)
 		if err != nil {
 			return err
 		}
@@ -77,6 +77,34 @@ func readCommitted(ctx context.Context, client sarama.Client, topic string, part
 		offset = next
 	}
 	return context.Cause(ctx)
+}
+
+// maxLeaderRetries bounds the fetches a read retries in a row after a
+// leadership answer: about 5.5 s of waits between them.
+const maxLeaderRetries = 10
+
+// leaderMoved reports an answer that means the reader asked the wrong
+// broker, or asked too early: the partition's leader moved or is being
+// elected, or a topic just created is not known everywhere yet.
+func leaderMoved(err error) bool {
+	return errors.Is(err, sarama.ErrNotLeaderForPartition) || errors.Is(err, sarama.ErrLeaderNotAvailable) ||
+		errors.Is(err, sarama.ErrUnknownTopicOrPartition) || errors.Is(err, sarama.ErrReplicaNotAvailable)
+}
+
+// fetchFromLeader is fetchBlock, asked again after a metadata refresh
+// while the answer is a leadership one (a topic just created, a leader that
+// moved), up to maxLeaderRetries times.
+func fetchFromLeader(ctx context.Context, client sarama.Client, topic string, partition int32, offset int64) (*sarama.FetchResponseBlock, error) {
+	for moved := 1; ; moved++ {
+		block, err := fetchBlock(client, topic, partition, offset)
+		if err == nil || !leaderMoved(err) || moved > maxLeaderRetries {
+			return block, err
+		}
+		_ = client.RefreshMetadata(topic)
+		if !backoff.Sleep(ctx, time.Duration(moved)*100*time.Millisecond) {
+			return nil, context.Cause(ctx)
+		}
+	}
 }
 
 func fetchBlock(client sarama.Client, topic string, partition int32, offset int64) (*sarama.FetchResponseBlock, error) {
