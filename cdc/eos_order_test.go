@@ -22,8 +22,7 @@ func committedByPartition(t testing.TB, brokers []string, topic string) map[stri
 
 // eventsByPartition is committedByPartition read with readPartition
 // (kafka.ReadCommitted, or kafka.ReadStable for what is committed now).
-func eventsByPartition(t testing.TB, brokers []string, topic string,
-	readPartition func(context.Context, sarama.Client, string, int32, func(int64, *sarama.Record) error) error) map[string][]uuid.UUID {
+func eventsByPartition(t testing.TB, brokers []string, topic string, readPartition kafka.ReadFunc) map[string][]uuid.UUID {
 	t.Helper()
 	cl, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
 	if err != nil {

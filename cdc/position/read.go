@@ -25,10 +25,7 @@ func ReadNow(ctx context.Context, client sarama.Client, topic, slot string) (Pos
 	return read(ctx, kafka.ReadStable, client, topic, slot)
 }
 
-// partitionReader is kafka.ReadCommitted or kafka.ReadStable.
-type partitionReader func(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(offset int64, r *sarama.Record) error) error
-
-func read(ctx context.Context, readPartition partitionReader, client sarama.Client, topic, slot string) (Position, error) {
+func read(ctx context.Context, readPartition kafka.ReadFunc, client sarama.Client, topic, slot string) (Position, error) {
 	var pos Position
 	err := readPartition(ctx, client, topic, 0, func(_ int64, r *sarama.Record) error {
 		if string(r.Key) != slot || r.Value == nil {

@@ -165,11 +165,8 @@ func TestReadStableLeavesAnOpenTransactionOut(t *testing.T) {
 	}
 }
 
-// partitionRead is kafka.ReadCommitted or kafka.ReadStable.
-type partitionRead func(context.Context, sarama.Client, string, int32, func(int64, *sarama.Record) error) error
-
 // readPartition is the sorted values read from topic's partition 0.
-func readPartition(ctx context.Context, t *testing.T, brokers []string, topic string, read partitionRead) []string {
+func readPartition(ctx context.Context, t *testing.T, brokers []string, topic string, read kafka.ReadFunc) []string {
 	t.Helper()
 	var out []string
 	if err := readValues(ctx, brokers, topic, read, &out); err != nil {
@@ -179,12 +176,12 @@ func readPartition(ctx context.Context, t *testing.T, brokers []string, topic st
 }
 
 // readErr is the error of reading topic's partition 0.
-func readErr(ctx context.Context, brokers []string, topic string, read partitionRead) error {
+func readErr(ctx context.Context, brokers []string, topic string, read kafka.ReadFunc) error {
 	var out []string
 	return readValues(ctx, brokers, topic, read, &out)
 }
 
-func readValues(ctx context.Context, brokers []string, topic string, read partitionRead, out *[]string) error {
+func readValues(ctx context.Context, brokers []string, topic string, read kafka.ReadFunc, out *[]string) error {
 	client, err := sarama.NewClient(brokers, kafka.Config{Brokers: brokers}.Base())
 	if err != nil {
 		return err

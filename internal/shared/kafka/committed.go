@@ -16,6 +16,10 @@ import (
 // fetchBytes bounds one fetch of ReadCommitted.
 const fetchBytes = 4 << 20
 
+// ReadFunc reads one partition, visiting its records: ReadCommitted or
+// ReadStable.
+type ReadFunc func(ctx context.Context, client sarama.Client, topic string, partition int32, visit func(offset int64, r *sarama.Record) error) error
+
 // ReadCommitted visits the records of one partition, oldest first, up to
 // its high watermark when the read began, as a read_committed consumer sees
 // them: records of aborted transactions and control records left out. It

@@ -106,11 +106,13 @@ func IDGenerator() sdktrace.IDGenerator { return idGenerator{} }
 type idGenerator struct{}
 
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	tid, ok := ctx.Value(rootTraceKey{}).(trace.TraceID)
-	for !ok || !tid.IsValid() {
+	if tid, ok := ctx.Value(rootTraceKey{}).(trace.TraceID); ok && tid.IsValid() {
+		return tid, newSpanID()
+	}
+	var tid trace.TraceID
+	for !tid.IsValid() {
 		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
 		binary.BigEndian.PutUint64(tid[8:], rand.Uint64())
-		ok = true
 	}
 	return tid, newSpanID()
 }
